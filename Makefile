@@ -1,0 +1,48 @@
+# gtpqos — QER GBR/MBR -> Linux HTB for free5GC's gtp5g.
+# Every target that touches the kernel needs root ('sudo make ...' elsewhere).
+
+GO      ?= go
+BIN     := bin/gtpqos
+PKGS    := ./...
+# Fuzz smoke: how long each decoder fuzz target runs inside 'make test'.
+FUZZTIME ?= 5s
+
+.PHONY: help deps build test unit fuzz vm-test demo bench lint clean
+
+help: ## Show this help
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+deps: ## Install missing Debian packages (iproute2, qemu, busybox, iperf3) and Go modules
+	@./scripts/deps.sh
+	@$(GO) mod download
+
+build: ## Build bin/gtpqos
+	@mkdir -p bin
+	$(GO) build -o $(BIN) ./cmd/gtpqos
+
+test: deps ## Run every test: unit, fuzz smoke, netns (root) and the Debian-kernel VM (root)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory vm-test
+
+unit: ## Run the tests that need neither root nor qemu (root tests skip with a reason)
+	$(GO) test -count=1 $(PKGS)
+
+fuzz: ## Run each decoder fuzz target briefly (FUZZTIME, default 5s)
+	@./scripts/fuzz.sh $(FUZZTIME)
+
+vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run the shaper and lab tests inside it (root)
+	$(GO) test -count=1 -timeout 20m -run 'TestVM' -v ./tests/vm/
+
+demo: deps build ## Reproduce the seed experiment (static vs aware HTB) in network namespaces (root)
+	./$(BIN) ab --lab --demo
+
+bench: deps ## Run the benchmarks (root for the netns ones) and print their numbers
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet $(PKGS)
+
+clean: ## Remove build output
+	rm -rf bin
