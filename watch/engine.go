@@ -1,0 +1,437 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// Defaults for Options.
+const (
+	DefaultPoll   = 2 * time.Second
+	DefaultResync = 60 * time.Second
+	DefaultRetry  = 2 * time.Second
+	// sessionReadLimit is how many changed sessions the engine reads one by
+	// one (SessionSource) before a full snapshot is cheaper.
+	sessionReadLimit = 256
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Source yields the flows and, if it can, change events. Required.
+	Source Source
+	// Downlink reconciles the downlink tree (N3 egress); nil for none.
+	Downlink Applier
+	// Uplink reconciles the uplink tree (N6 egress); nil for none.
+	Uplink Applier
+	// Poll is the snapshot interval when the source has no events
+	// (default DefaultPoll).
+	Poll time.Duration
+	// Resync is the full-resync interval that repairs drift, also in event
+	// mode (default DefaultResync).
+	Resync time.Duration
+	// Retry is the wait before trying again after a failure: source gone
+	// (gtp5g unloaded), device gone, subscription lost (default
+	// DefaultRetry).
+	Retry time.Duration
+	// Observer receives what the engine does (nil: discarded).
+	Observer Observer
+	// Metrics, if set, is updated as the engine works.
+	Metrics *Metrics
+}
+
+// device is one Applier with the direction of the flows it shapes.
+type device struct {
+	dir      shaper.Direction
+	ap       Applier
+	problems string // last reported problem set, to report changes only
+}
+
+// pending is the work the event pump has queued for the engine.
+type pending struct {
+	seids  map[uint64]struct{}
+	full   bool
+	reason string // why a full resync is due ("" = silent poll)
+	lost   bool   // the event subscription ended
+}
+
+// Engine keeps the devices' trees in step with the Source. Create it with
+// New and run it with Run.
+type Engine struct {
+	opt  Options
+	obs  Observer
+	devs []*device
+
+	trigger chan struct{} // size 1: coalesces bursts
+
+	mu     sync.Mutex
+	pend   pending
+	subGen uint64
+
+	// Owned by the Run goroutine.
+	flows    map[uint64][]shaper.Flow
+	degraded map[string]bool
+	polling  bool
+}
+
+// New checks the options and returns an engine ready to Run.
+func New(opt Options) (*Engine, error) {
+	if opt.Source == nil {
+		return nil, errors.New("watch: no source")
+	}
+	if opt.Downlink == nil && opt.Uplink == nil {
+		return nil, errors.New("watch: no device to shape (need a downlink or an uplink applier)")
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = DefaultPoll
+	}
+	if opt.Resync <= 0 {
+		opt.Resync = DefaultResync
+	}
+	if opt.Retry <= 0 {
+		opt.Retry = DefaultRetry
+	}
+	e := &Engine{
+		opt:      opt,
+		obs:      opt.Observer,
+		trigger:  make(chan struct{}, 1),
+		flows:    map[uint64][]shaper.Flow{},
+		degraded: map[string]bool{},
+	}
+	if e.obs == nil {
+		e.obs = nopObserver{}
+	}
+	if opt.Downlink != nil {
+		e.devs = append(e.devs, &device{dir: shaper.Downlink, ap: opt.Downlink})
+	}
+	if opt.Uplink != nil {
+		e.devs = append(e.devs, &device{dir: shaper.Uplink, ap: opt.Uplink})
+	}
+	return e, nil
+}
+
+// Polling reports whether the engine fell back to polling because the
+// source has no events. It is meaningful once Run has started.
+func (e *Engine) Polling() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.polling
+}
+
+// RequestResync asks for a full resync (e.g. after a config reload).
+func (e *Engine) RequestResync(reason string) {
+	e.mu.Lock()
+	e.markFull(reason)
+	e.mu.Unlock()
+	e.kick()
+}
+
+// Cleanup removes every device's tree (for --cleanup-on-exit). Call it
+// after Run has returned.
+func (e *Engine) Cleanup(ctx context.Context) error {
+	var errs []error
+	for _, d := range e.devs {
+		if err := d.ap.Remove(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("remove tree on %s: %w", d.ap.Dev(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kick wakes the engine; a wake-up already queued absorbs this one.
+func (e *Engine) kick() {
+	select {
+	case e.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// markFull queues a full resync; e.mu must be held.
+func (e *Engine) markFull(reason string) {
+	e.pend.full = true
+	if e.pend.reason == "" {
+		e.pend.reason = reason
+	}
+}
+
+// take returns the queued work and clears it.
+func (e *Engine) take() pending {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.pend
+	e.pend = pending{}
+	return p
+}
+
+// Run keeps the trees in step until ctx is done. It returns nil on a
+// graceful stop and leaves the trees in place; failures of the source or a
+// device are retried after Options.Retry, never fatal.
+//
+// Order at start-up (and after a lost subscription): subscribe to events
+// first, then dump, so no change falls between the two.
+func (e *Engine) Run(ctx context.Context) error {
+	resync := time.NewTicker(e.opt.Resync)
+	defer resync.Stop()
+	var (
+		pollC      <-chan time.Time
+		poll       *time.Ticker
+		retryC     <-chan time.Time
+		first      = true
+		subNow     = true  // subscribe at the top of the loop
+		waitingSub = false // subscription lost or failed: retry after a wait
+		subCancel  context.CancelFunc = func() {}
+	)
+	defer func() {
+		subCancel()
+		if poll != nil {
+			poll.Stop()
+		}
+	}()
+	e.RequestResync("start")
+	for {
+		if subNow {
+			subNow = false
+			subCancel()
+			var err error
+			subCancel, err = e.subscribe(ctx)
+			switch {
+			case err == nil, errors.Is(err, ErrEventsNotSupported):
+				polling := err != nil
+				waitingSub = false
+				e.recover("events")
+				e.setPolling(polling)
+				if polling && poll == nil {
+					poll = time.NewTicker(e.opt.Poll)
+					pollC = poll.C
+				} else if !polling && poll != nil {
+					poll.Stop()
+					poll, pollC = nil, nil
+				}
+				if !first {
+					e.RequestResync("reconnect")
+				}
+			default:
+				e.degrade("events", err)
+				waitingSub = true
+			}
+			first = false
+		}
+		if waitingSub && retryC == nil {
+			retryC = time.After(e.opt.Retry)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.trigger:
+		case <-pollC:
+			e.mu.Lock()
+			e.markFull("") // a poll is silent unless it changes something
+			e.mu.Unlock()
+			e.opt.Metrics.poll()
+		case <-resync.C:
+			e.RequestResync("periodic")
+		case <-retryC:
+			retryC = nil
+			if waitingSub {
+				subNow = true
+				continue // subscribe again, then resync
+			}
+			e.RequestResync("retry")
+		}
+		p := e.take()
+		if p.lost {
+			// The subscription ended (gtp5g unloaded?): wait, subscribe
+			// again, then dump, as at start-up.
+			waitingSub = true
+			e.opt.Metrics.failed("events")
+			continue
+		}
+		if !p.full && len(p.seids) == 0 {
+			continue
+		}
+		if err := e.sync(ctx, p); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			// Whatever was queued is folded into a full resync, retried
+			// after a wait: nothing is lost.
+			e.mu.Lock()
+			e.markFull("retry")
+			e.mu.Unlock()
+			if retryC == nil {
+				retryC = time.After(e.opt.Retry)
+			}
+		}
+	}
+}
+
+func (e *Engine) setPolling(v bool) {
+	e.mu.Lock()
+	e.polling = v
+	e.mu.Unlock()
+}
+
+// subscribe starts the event pump for a new subscription.
+func (e *Engine) subscribe(ctx context.Context) (context.CancelFunc, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	ch, err := e.opt.Source.Events(sctx)
+	if err != nil {
+		cancel()
+		return func() {}, err
+	}
+	e.mu.Lock()
+	e.subGen++
+	gen := e.subGen
+	e.mu.Unlock()
+	go e.pump(sctx, ch, gen)
+	return cancel, nil
+}
+
+// pump moves events into the pending set and wakes the engine.
+func (e *Engine) pump(ctx context.Context, ch <-chan Event, gen uint64) {
+	for ev := range ch {
+		e.opt.Metrics.event(ev.Kind)
+		e.mu.Lock()
+		switch ev.Kind {
+		case EventChange:
+			if e.pend.seids == nil {
+				e.pend.seids = map[uint64]struct{}{}
+			}
+			e.pend.seids[ev.SEID] = struct{}{}
+		default: // EventResync, or a kind this engine does not know
+			reason := "lost events"
+			if ev.Err != nil {
+				reason = "lost events: " + ev.Err.Error()
+			}
+			e.markFull(reason)
+		}
+		e.mu.Unlock()
+		e.kick()
+	}
+	if ctx.Err() != nil {
+		return // we cancelled it
+	}
+	e.mu.Lock()
+	if gen == e.subGen {
+		e.pend.lost = true
+	}
+	e.mu.Unlock()
+	e.kick()
+}
+
+// sync reads what changed from the source and reconciles every device.
+func (e *Engine) sync(ctx context.Context, p pending) error {
+	ss, perSession := e.opt.Source.(SessionSource)
+	full := p.full || !perSession || len(p.seids) > sessionReadLimit
+	if full {
+		if p.reason != "" {
+			e.obs.Resync(p.reason)
+			e.opt.Metrics.resync(p.reason)
+		}
+		flows, err := e.opt.Source.Snapshot(ctx)
+		if err != nil {
+			e.degrade("source", err)
+			return err
+		}
+		e.flows = groupBySession(flows)
+	} else {
+		for seid := range p.seids {
+			flows, err := ss.Session(ctx, seid)
+			if err != nil {
+				e.degrade("source", err)
+				return err
+			}
+			if len(flows) == 0 {
+				delete(e.flows, seid)
+			} else {
+				e.flows[seid] = flows
+			}
+		}
+	}
+	e.recover("source")
+	return e.applyAll(ctx)
+}
+
+// applyAll reconciles every device to the current flows; a device that
+// fails does not stop the others.
+func (e *Engine) applyAll(ctx context.Context) error {
+	var errs []error
+	for _, d := range e.devs {
+		flows := e.flowsFor(d.dir)
+		start := time.Now()
+		res, err := d.ap.Apply(ctx, flows)
+		took := time.Since(start)
+		e.opt.Metrics.applied(d.ap.Dev(), res, took, err)
+		if err != nil {
+			e.degrade(d.ap.Dev(), err)
+			errs = append(errs, err)
+			continue
+		}
+		e.recover(d.ap.Dev())
+		e.obs.Applied(d.ap.Dev(), res, took)
+		if key := problemKey(res.Problems); key != d.problems {
+			d.problems = key
+			e.obs.Problems(d.ap.Dev(), res.Problems)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flowsFor returns the current flows of one direction, in a stable order.
+func (e *Engine) flowsFor(dir shaper.Direction) []shaper.Flow {
+	var out []shaper.Flow
+	for _, fl := range e.flows {
+		for _, f := range fl {
+			if f.Direction == dir {
+				out = append(out, f)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b shaper.Flow) int {
+		if a.ID.SEID != b.ID.SEID {
+			if a.ID.SEID < b.ID.SEID {
+				return -1
+			}
+			return 1
+		}
+		return int(int64(a.ID.QERID) - int64(b.ID.QERID))
+	})
+	return out
+}
+
+func (e *Engine) degrade(stage string, err error) {
+	e.opt.Metrics.failed(stage)
+	if !e.degraded[stage] {
+		e.degraded[stage] = true
+		e.obs.Degraded(stage, err)
+	}
+}
+
+func (e *Engine) recover(stage string) {
+	if e.degraded[stage] {
+		delete(e.degraded, stage)
+		e.obs.Recovered(stage)
+	}
+}
+
+// groupBySession indexes flows by SEID.
+func groupBySession(flows []shaper.Flow) map[uint64][]shaper.Flow {
+	m := make(map[uint64][]shaper.Flow)
+	for _, f := range flows {
+		m[f.ID.SEID] = append(m[f.ID.SEID], f)
+	}
+	return m
+}
+
+func problemKey(ps []Problem) string {
+	var s string
+	for _, p := range ps {
+		s += p.String() + "\n"
+	}
+	return s
+}

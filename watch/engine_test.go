@@ -1,0 +1,238 @@
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+func downlinkOf(flows []shaper.Flow) []shaper.Flow {
+	var out []shaper.Flow
+	for _, f := range flows {
+		if f.Direction == shaper.Downlink {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func converged(src *scriptedSource, ap *fakeApplier) func() bool {
+	return func() bool {
+		got, _ := ap.state()
+		return slices.Equal(got, downlinkOf(src.all())) && got != nil
+	}
+}
+
+func TestEngineAppliesStartSnapshotAndSplitsDirections(t *testing.T) {
+	src := newScriptedSource()
+	up := flow(2, 1, 9, 0, 2e6)
+	up.Direction = shaper.Uplink
+	src.set(1, flow(1, 1, 2, 15e6, 18e6), flow(1, 2, 3, 5e6, 6e6))
+	src.set(2, up)
+	dl, ul := &fakeApplier{dev: "n3"}, &fakeApplier{dev: "n6"}
+	startEngine(t, Options{Source: src, Downlink: dl, Uplink: ul, Resync: time.Hour})
+	eventually(t, 5*time.Second, "both trees applied", func() bool {
+		d, _ := dl.state()
+		u, _ := ul.state()
+		return len(d) == 2 && len(u) == 1
+	})
+	d, _ := dl.state()
+	u, _ := ul.state()
+	if d[0].ID.QERID != 1 || d[1].ID.QERID != 2 || u[0] != up {
+		t.Fatalf("downlink %v uplink %v: flows not split by direction in order", d, u)
+	}
+}
+
+func TestEngineStormDuplicatesAndReorderConverge(t *testing.T) {
+	src := newScriptedSource()
+	ap := &fakeApplier{dev: "n3"}
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour})
+	eventually(t, 5*time.Second, "start", func() bool { _, c := ap.state(); return c >= 1 })
+	for i := range 300 {
+		seid := uint64(i%40 + 1)
+		switch i % 3 {
+		case 0, 1:
+			src.change(seid, flow(seid, 1, 1, uint64(i%5)*1e6, 20e6), flow(seid, 2, 2, 0, 10e6))
+		case 2:
+			src.change(seid)
+		}
+		if i%7 == 0 { // duplicate
+			src.emit(Event{Kind: EventChange, SEID: seid})
+		}
+	}
+	// Out of order: the delete's event arrives after an add's, for a
+	// session whose final state is present; and an event for a session
+	// that never existed.
+	src.set(99, flow(99, 1, 5, 1e6, 2e6))
+	src.emit(Event{Kind: EventChange, SEID: 77})
+	src.emit(Event{Kind: EventChange, SEID: 99})
+	src.emit(Event{Kind: EventChange, SEID: 99})
+	eventually(t, 5*time.Second, "convergence to the final rule set", converged(src, ap))
+}
+
+func TestEngineCoalescesBurst(t *testing.T) {
+	src := newScriptedSource()
+	ap := &fakeApplier{dev: "n3", gate: make(chan struct{})}
+	m := NewMetrics()
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour, Metrics: m})
+	ap.gate <- struct{}{} // let the start-up apply through
+	eventually(t, 5*time.Second, "start", func() bool { _, c := ap.state(); return c == 1 })
+	// A session with several QERs arrives as 50 events while the engine is
+	// busy in a reconcile (blocked at the gate): they must become one
+	// reconcile.
+	for q := uint32(1); q <= 50; q++ {
+		flows := []shaper.Flow{}
+		for k := uint32(1); k <= q; k++ {
+			flows = append(flows, flow(7, k, uint8(k), 0, 1e6))
+		}
+		src.change(7, flows...)
+	}
+	eventually(t, 5*time.Second, "all events received", func() bool {
+		return counterValue(t, m, "gtpqos_events_total", "change") == 50
+	})
+	go func() {
+		for range 5 {
+			select {
+			case ap.gate <- struct{}{}:
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	eventually(t, 5*time.Second, "convergence", converged(src, ap))
+	time.Sleep(400 * time.Millisecond)
+	// 1 start-up + the reconcile that was blocked (it read the first
+	// event's state) + 1 for the other 49 events.
+	if _, calls := ap.state(); calls > 3 {
+		t.Fatalf("%d applies for one start-up and a 50-event burst, want <= 3 (bursts must coalesce)", calls)
+	}
+}
+
+func TestEngineLostEventsTriggerFullResync(t *testing.T) {
+	src := newScriptedSource()
+	ap := &fakeApplier{dev: "n3"}
+	obs := &recObserver{}
+	m := NewMetrics()
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour, Observer: obs, Metrics: m})
+	eventually(t, 5*time.Second, "start", func() bool { _, c := ap.state(); return c >= 1 })
+	src.change(1, flow(1, 1, 1, 1e6, 2e6))
+	// Events lost in the kernel: the truth changes without events...
+	src.set(2, flow(2, 1, 1, 1e6, 2e6))
+	src.set(1)
+	// ...and the source says so (ENOBUFS).
+	src.emit(Event{Kind: EventResync, Err: errors.New("ENOBUFS")})
+	eventually(t, 5*time.Second, "convergence after ENOBUFS", converged(src, ap))
+	o := obs.snapshot()
+	if !slices.ContainsFunc(o.resyncs, func(r string) bool { return strings.Contains(r, "ENOBUFS") }) {
+		t.Fatalf("resyncs %q: no resync naming the lost events", o.resyncs)
+	}
+	if got := counterValue(t, m, "gtpqos_resyncs_total", "lost-events"); got != 1 {
+		t.Fatalf("gtpqos_resyncs_total{reason=lost-events} = %v, want 1", got)
+	}
+}
+
+func TestEnginePollsWithoutEvents(t *testing.T) {
+	src := newScriptedSource()
+	src.noEvents = true
+	ap := &fakeApplier{dev: "n3"}
+	obs := &recObserver{}
+	e := startEngine(t, Options{Source: src, Downlink: ap, Poll: 20 * time.Millisecond, Resync: time.Hour, Observer: obs})
+	src.set(3, flow(3, 1, 1, 1e6, 2e6))
+	eventually(t, 5*time.Second, "poll picks up the change", converged(src, ap))
+	if !e.Polling() {
+		t.Fatal("Polling() = false with a source without events")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, snaps, _ := src.counts(); snaps < 3 {
+		t.Fatalf("%d snapshots, want several polls", snaps)
+	}
+	if o := obs.snapshot(); len(o.resyncs) != 1 || o.resyncs[0] != "start" {
+		t.Fatalf("resyncs reported %q, want only [start]: polls must be silent", o.resyncs)
+	}
+}
+
+func TestEngineWaitsForSourceToComeBack(t *testing.T) {
+	src := newScriptedSource()
+	src.setFail(errGone)
+	ap := &fakeApplier{dev: "n3"}
+	obs := &recObserver{}
+	startEngine(t, Options{Source: src, Downlink: ap, Retry: 20 * time.Millisecond, Resync: time.Hour, Observer: obs})
+	time.Sleep(150 * time.Millisecond)
+	src.set(4, flow(4, 1, 1, 1e6, 2e6))
+	src.setFail(nil) // gtp5g loaded again
+	eventually(t, 5*time.Second, "rebuild after the source came back", converged(src, ap))
+	o := obs.snapshot()
+	if n := strings.Count(strings.Join(o.degraded, ","), "events"); n != 1 {
+		t.Fatalf("degraded %q: want exactly one 'events' report for one outage (no per-retry noise)", o.degraded)
+	}
+	if !slices.Contains(o.recovered, "events") {
+		t.Fatalf("recovered %q: no recovery reported", o.recovered)
+	}
+	// gtp5g unloaded while running: the subscription ends; the engine
+	// waits, subscribes again and dumps.
+	src.setFail(errGone)
+	src.drop()
+	time.Sleep(100 * time.Millisecond)
+	src.set(5, flow(5, 1, 1, 1e6, 2e6))
+	src.setFail(nil)
+	eventually(t, 5*time.Second, "rebuild after reload", converged(src, ap))
+	if subs, _, _ := src.counts(); subs < 2 {
+		t.Fatalf("%d subscriptions, want a new one after the reload", subs)
+	}
+}
+
+func TestEngineRetriesFailingDevice(t *testing.T) {
+	src := newScriptedSource()
+	src.set(1, flow(1, 1, 1, 1e6, 2e6))
+	ap := &fakeApplier{dev: "n3", fail: errors.New("link n3 not found")}
+	obs := &recObserver{}
+	startEngine(t, Options{Source: src, Downlink: ap, Retry: 20 * time.Millisecond, Resync: time.Hour, Observer: obs})
+	eventually(t, 5*time.Second, "several attempts", func() bool { _, c := ap.state(); return c >= 3 })
+	ap.setFail(nil) // the interface is back
+	eventually(t, 5*time.Second, "rebuild on the device", converged(src, ap))
+	o := obs.snapshot()
+	if len(o.degraded) != 1 || o.degraded[0] != "n3" || !slices.Contains(o.recovered, "n3") {
+		t.Fatalf("degraded %q recovered %q: want one n3 outage and its recovery", o.degraded, o.recovered)
+	}
+}
+
+func TestEngineUsesSessionReadsForEvents(t *testing.T) {
+	src := newScriptedSource()
+	ap := &fakeApplier{dev: "n3"}
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour})
+	eventually(t, 5*time.Second, "start", func() bool { _, c := ap.state(); return c >= 1 })
+	_, snaps0, _ := src.counts()
+	for i := range uint64(10) {
+		src.change(i+1, flow(i+1, 1, 1, 0, 1e6))
+	}
+	eventually(t, 5*time.Second, "convergence", converged(src, ap))
+	_, snaps, sessions := src.counts()
+	if snaps != snaps0 || sessions == 0 {
+		t.Fatalf("snapshots %d -> %d, session reads %d: events should read only their sessions", snaps0, snaps, sessions)
+	}
+}
+
+func TestNewRejectsMissingParts(t *testing.T) {
+	if _, err := New(Options{Downlink: &fakeApplier{}}); err == nil {
+		t.Error("New without a source succeeded")
+	}
+	if _, err := New(Options{Source: newScriptedSource()}); err == nil {
+		t.Error("New without a device succeeded")
+	}
+}
+
+func TestChangeAndProblemStrings(t *testing.T) {
+	c := Change{Op: "add", Object: "class", Class: "1:10", Flow: shaper.FlowID{SEID: 5, QERID: 2}, QFI: 9, Detail: "rate 1Mbit"}
+	if got, want := c.String(), "add class 1:10 seid=5 qer=2 qfi=9: rate 1Mbit"; got != want {
+		t.Errorf("Change.String() = %q, want %q", got, want)
+	}
+	p := Problem{Flow: shaper.FlowID{SEID: 5, QERID: 2}, QFI: 9, Msg: "MBR below GBR"}
+	if got, want := p.String(), "seid=5 qer=2 qfi=9: MBR below GBR"; got != want {
+		t.Errorf("Problem.String() = %q, want %q", got, want)
+	}
+	_ = fmt.Sprint
+}

@@ -1,0 +1,176 @@
+package watch
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the daemon's Prometheus metrics, on a registry of their own
+// (no Go runtime or process collectors unless the caller adds them). A nil
+// *Metrics is valid and records nothing.
+type Metrics struct {
+	// Registry holds every metric below; serve it with promhttp.
+	Registry *prometheus.Registry
+
+	flows     *prometheus.GaugeVec
+	classes   *prometheus.GaugeVec
+	runs      *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	changes   *prometheus.CounterVec
+	events    *prometheus.CounterVec
+	resyncs   *prometheus.CounterVec
+	polls     prometheus.Counter
+	errors    *prometheus.CounterVec
+	classStat *classCollector
+}
+
+// NewMetrics creates the metrics on a fresh registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		flows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gtpqos_flows", Help: "QoS flows in the last plan, per device.",
+		}, []string{"dev"}),
+		classes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gtpqos_classes", Help: "HTB classes in the desired tree, per device.",
+		}, []string{"dev"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gtpqos_reconcile_runs_total", Help: "Reconcile runs, per device and result (ok, error).",
+		}, []string{"dev", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gtpqos_reconcile_duration_seconds",
+			Help:    "Time to plan and reconcile one device.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms .. 16 s
+		}, []string{"dev"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gtpqos_changes_total", Help: "Kernel writes made by reconciles, per device, operation and object.",
+		}, []string{"dev", "op", "object"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gtpqos_events_total", Help: "Change events received from gtp5g, per kind (change, resync).",
+		}, []string{"kind"}),
+		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gtpqos_resyncs_total", Help: "Full resyncs, per reason (start, periodic, lost-events, retry, reconnect, reload).",
+		}, []string{"reason"}),
+		polls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gtpqos_polls_total", Help: "Snapshot polls (stock gtp5g, no events).",
+		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gtpqos_errors_total", Help: "Failures, per stage (source, events, or a device name).",
+		}, []string{"stage"}),
+		classStat: &classCollector{},
+	}
+	m.Registry.MustRegister(m.flows, m.classes, m.runs, m.duration, m.changes,
+		m.events, m.resyncs, m.polls, m.errors, m.classStat)
+	return m
+}
+
+// WatchClasses exports the per-class counters of ap's device, read at
+// scrape time.
+func (m *Metrics) WatchClasses(ap Applier) {
+	if m == nil {
+		return
+	}
+	m.classStat.mu.Lock()
+	m.classStat.aps = append(m.classStat.aps, ap)
+	m.classStat.mu.Unlock()
+}
+
+func (m *Metrics) applied(dev string, res Result, took time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	m.duration.WithLabelValues(dev).Observe(took.Seconds())
+	if err != nil {
+		m.runs.WithLabelValues(dev, "error").Inc()
+		return
+	}
+	m.runs.WithLabelValues(dev, "ok").Inc()
+	m.flows.WithLabelValues(dev).Set(float64(res.Flows))
+	m.classes.WithLabelValues(dev).Set(float64(res.Classes))
+	for _, c := range res.Changes {
+		m.changes.WithLabelValues(dev, c.Op, c.Object).Inc()
+	}
+}
+
+func (m *Metrics) event(k EventKind) {
+	if m != nil {
+		m.events.WithLabelValues(k.String()).Inc()
+	}
+}
+
+func (m *Metrics) resync(reason string) {
+	if m == nil {
+		return
+	}
+	// Keep the label set small: "lost events: ENOBUFS" -> "lost-events".
+	if i := strings.IndexByte(reason, ':'); i >= 0 {
+		reason = reason[:i]
+	}
+	m.resyncs.WithLabelValues(strings.ReplaceAll(reason, " ", "-")).Inc()
+}
+
+func (m *Metrics) poll() {
+	if m != nil {
+		m.polls.Inc()
+	}
+}
+
+func (m *Metrics) failed(stage string) {
+	if m != nil {
+		m.errors.WithLabelValues(stage).Inc()
+	}
+}
+
+// classCollector reads per-class counters from the appliers at scrape time.
+type classCollector struct {
+	mu  sync.Mutex
+	aps []Applier
+}
+
+var (
+	classLabels     = []string{"dev", "class", "seid", "qer", "qfi"}
+	descBytes       = prometheus.NewDesc("gtpqos_class_sent_bytes_total", "Bytes sent by a flow's HTB class.", classLabels, nil)
+	descPackets     = prometheus.NewDesc("gtpqos_class_sent_packets_total", "Packets sent by a flow's HTB class.", classLabels, nil)
+	descDrops       = prometheus.NewDesc("gtpqos_class_drops_total", "Packets dropped in a flow's HTB class.", classLabels, nil)
+	descOverlimits  = prometheus.NewDesc("gtpqos_class_overlimits_total", "HTB overlimit events of a flow's class.", classLabels, nil)
+	descStatsFailed = prometheus.NewDesc("gtpqos_class_stats_up", "1 if the device's class counters could be read at this scrape.", []string{"dev"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *classCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descBytes
+	ch <- descPackets
+	ch <- descDrops
+	ch <- descOverlimits
+	ch <- descStatsFailed
+}
+
+// Collect implements prometheus.Collector.
+func (c *classCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	aps := append([]Applier(nil), c.aps...)
+	c.mu.Unlock()
+	for _, ap := range aps {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		stats, err := ap.Stats(ctx)
+		cancel()
+		up := 1.0
+		if err != nil {
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(descStatsFailed, prometheus.GaugeValue, up, ap.Dev())
+		for _, s := range stats {
+			lv := []string{ap.Dev(), s.Class, strconv.FormatUint(s.Flow.SEID, 10),
+				strconv.FormatUint(uint64(s.Flow.QERID), 10), strconv.Itoa(int(s.QFI))}
+			ch <- prometheus.MustNewConstMetric(descBytes, prometheus.CounterValue, float64(s.Bytes), lv...)
+			ch <- prometheus.MustNewConstMetric(descPackets, prometheus.CounterValue, float64(s.Packets), lv...)
+			ch <- prometheus.MustNewConstMetric(descDrops, prometheus.CounterValue, float64(s.Drops), lv...)
+			ch <- prometheus.MustNewConstMetric(descOverlimits, prometheus.CounterValue, float64(s.Overlimits), lv...)
+		}
+	}
+}
