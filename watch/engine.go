@@ -181,9 +181,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		pollC      <-chan time.Time
 		poll       *time.Ticker
 		retryC     <-chan time.Time
-		first      = true
-		subNow     = true  // subscribe at the top of the loop
-		waitingSub = false // subscription lost or failed: retry after a wait
+		first                         = true
+		subNow                        = true  // subscribe at the top of the loop
+		waitingSub                    = false // subscription lost or failed: retry after a wait
 		subCancel  context.CancelFunc = func() {}
 	)
 	defer func() {

@@ -29,7 +29,7 @@ type Observer interface {
 type nopObserver struct{}
 
 func (nopObserver) Applied(string, Result, time.Duration) {}
-func (nopObserver) Problems(string, []Problem)           {}
-func (nopObserver) Resync(string)                        {}
-func (nopObserver) Degraded(string, error)               {}
-func (nopObserver) Recovered(string)                     {}
+func (nopObserver) Problems(string, []Problem)            {}
+func (nopObserver) Resync(string)                         {}
+func (nopObserver) Degraded(string, error)                {}
+func (nopObserver) Recovered(string)                      {}
