@@ -1,0 +1,153 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// runTCP runs one TCP connection per flow: the UE listens, the DN endpoint
+// connects from its address and port and sends (reverse mode, like
+// iperf3 -R), as fast as TCP allows unless an offered rate is set.
+func (l *Lab) runTCP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, error) {
+	n := len(l.pdrs)
+	nsec := seconds(spec.Duration)
+	lns := make([]net.Listener, n)
+	defer func() {
+		for _, ln := range lns {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}()
+	for i, p := range l.pdrs {
+		addr := netip.AddrPortFrom(p.UE, p.UEPort).String()
+		err := inNS(l.topo.ue.handle, func() (err error) {
+			lns[i], err = net.Listen("tcp4", addr)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("flow %s: tcp listen on %s in netns %s: %w", p.Name, addr, l.topo.ue.name, err)
+		}
+	}
+	conns := make([]*net.TCPConn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i, p := range l.pdrs {
+		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(p.DN), Timeout: 5 * time.Second,
+			Control: sockOpts{reusePort: false}.control}
+		dst := netip.AddrPortFrom(p.UE, p.UEPort).String()
+		err := inNS(l.topo.dn.handle, func() error {
+			c, err := d.DialContext(ctx, "tcp4", dst)
+			if err != nil {
+				return err
+			}
+			conns[i] = c.(*net.TCPConn)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("flow %s: tcp connect %v -> %s: %w", p.Name, p.DN, dst, err)
+		}
+	}
+	out := make([]FlowTraffic, n)
+	start := time.Now().Add(50 * time.Millisecond)
+	end := start.Add(spec.Duration)
+	rctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range n {
+		out[i].Name = l.pdrs[i].Name
+		out[i].Intervals = newIntervals(nsec)
+		srv, err := lns[i].Accept()
+		if err != nil {
+			return nil, fmt.Errorf("flow %s: tcp accept: %w", l.pdrs[i].Name, err)
+		}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			defer srv.Close()
+			receiveTCP(srv, out[i].Intervals, start, end.Add(300*time.Millisecond))
+		}()
+		go func() {
+			defer wg.Done()
+			sendTCP(rctx, conns[i], l.offered(i, spec), start)
+			out[i].Retransmits = tcpRetrans(conns[i])
+			conns[i].CloseWrite()
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		finishIntervals(out[i].Intervals)
+		for s := range out[i].Intervals {
+			out[i].Intervals[s].Lost = -1
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func sendTCP(ctx context.Context, c *net.TCPConn, rate float64, start time.Time) {
+	buf := make([]byte, 64<<10)
+	time.Sleep(time.Until(start))
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetWriteDeadline(dl)
+	}
+	var sent uint64
+	for ctx.Err() == nil {
+		chunk := buf
+		if rate > 0 {
+			due := uint64(time.Since(start).Seconds()*rate/8) + 1
+			if due <= sent {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			chunk = buf[:min(uint64(len(buf)), due-sent)]
+		}
+		n, err := c.Write(chunk)
+		sent += uint64(n)
+		if err != nil {
+			return
+		}
+	}
+}
+
+func receiveTCP(c net.Conn, iv []Interval, start, deadline time.Time) {
+	buf := make([]byte, 256<<10)
+	c.SetReadDeadline(deadline)
+	for {
+		n, err := c.Read(buf)
+		s := int(time.Since(start) / time.Second)
+		if n > 0 && s >= 0 && s < len(iv) {
+			iv[s].Bytes += uint64(n)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func tcpRetrans(c *net.TCPConn) uint64 {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var r uint64
+	_ = rc.Control(func(fd uintptr) {
+		if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			r = uint64(ti.Total_retrans)
+		}
+	})
+	return r
+}

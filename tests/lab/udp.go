@@ -1,0 +1,161 @@
+package lab
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// runUDP runs paced UDP senders in dn and receivers in ue.
+func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, error) {
+	n := len(l.pdrs)
+	nsec := seconds(spec.Duration)
+	rx := make([]*net.UDPConn, n)
+	tx := make([]*net.UDPConn, n)
+	defer func() {
+		for i := range n {
+			if rx[i] != nil {
+				rx[i].Close()
+			}
+			if tx[i] != nil {
+				tx[i].Close()
+			}
+		}
+	}()
+	for i, p := range l.pdrs {
+		var err error
+		rx[i], err = listenUDP(l.topo.ue, netip.AddrPortFrom(p.UE, p.UEPort).String(), sockOpts{rcvBuf: 8 << 20})
+		if err != nil {
+			return nil, fmt.Errorf("flow %s receiver: %w", p.Name, err)
+		}
+		tx[i], err = listenUDP(l.topo.dn, p.DN.String(), sockOpts{sndBuf: 4 << 20})
+		if err != nil {
+			return nil, fmt.Errorf("flow %s sender: %w", p.Name, err)
+		}
+	}
+	out := make([]FlowTraffic, n)
+	start := time.Now().Add(50 * time.Millisecond)
+	end := start.Add(spec.Duration)
+	ctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	var wg sync.WaitGroup
+	sendErr := make([]error, n)
+	for i := range n {
+		out[i].Name = l.pdrs[i].Name
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dst := netip.AddrPortFrom(l.pdrs[i].UE, l.pdrs[i].UEPort)
+			out[i].Sent, sendErr[i] = paceUDP(ctx, tx[i], dst, spec.Payload, l.offered(i, spec), start)
+		}()
+	}
+	rxDone := make(chan struct{})
+	var rwg sync.WaitGroup
+	for i := range n {
+		out[i].Intervals = newIntervals(nsec)
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			out[i].Received = receiveUDP(rx[i], out[i].Intervals, start, rxDone)
+		}()
+	}
+	wg.Wait()
+	// Let the last packets drain from the queues, then stop the receivers.
+	time.Sleep(200 * time.Millisecond)
+	close(rxDone)
+	for i := range n {
+		rx[i].SetReadDeadline(time.Now())
+	}
+	rwg.Wait()
+	for i := range n {
+		finishIntervals(out[i].Intervals)
+	}
+	if err := errors.Join(sendErr...); err != nil {
+		return out, err
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return out, err
+	}
+	if e := context.Cause(ctx); e != nil && !errors.Is(e, context.DeadlineExceeded) {
+		return out, e
+	}
+	return out, nil
+}
+
+// paceUDP sends sequence-numbered datagrams of size payload at rate bit/s
+// from start until ctx ends; it returns the number sent.
+func paceUDP(ctx context.Context, c *net.UDPConn, dst netip.AddrPort, payload int, rate float64, start time.Time) (uint64, error) {
+	buf := make([]byte, payload)
+	perPkt := time.Duration(float64(payload*8) / rate * float64(time.Second))
+	if perPkt <= 0 {
+		return 0, fmt.Errorf("udp sender to %v: rate %.0f bit/s too high", dst, rate)
+	}
+	time.Sleep(time.Until(start))
+	var seq uint64
+	for ctx.Err() == nil {
+		due := uint64(time.Since(start)/perPkt) + 1
+		for seq < due && ctx.Err() == nil {
+			binary.BigEndian.PutUint64(buf, seq)
+			if _, err := c.WriteToUDPAddrPort(buf, dst); err != nil {
+				return seq, fmt.Errorf("udp sender to %v: %w", dst, err)
+			}
+			seq++
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return seq, nil
+}
+
+func newIntervals(n int) []Interval {
+	iv := make([]Interval, n)
+	for s := range iv {
+		iv[s].Second = s
+	}
+	return iv
+}
+
+// receiveUDP counts payload per second and per-second loss from sequence
+// gaps, until done is closed and the socket's deadline fires.
+func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan struct{}) uint64 {
+	buf := make([]byte, 65536)
+	var got uint64
+	var next uint64 // next expected sequence number
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			select {
+			case <-done:
+				return got
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return got
+		}
+		got++
+		s := int(time.Since(start) / time.Second)
+		if s < 0 || s >= len(iv) || n < 8 {
+			continue
+		}
+		seq := binary.BigEndian.Uint64(buf)
+		iv[s].Bytes += uint64(n)
+		if seq >= next {
+			iv[s].Lost += int64(seq - next)
+			next = seq + 1
+		}
+	}
+}
+
+// finishIntervals derives Mbit/s from bytes.
+func finishIntervals(iv []Interval) {
+	for s := range iv {
+		iv[s].Mbps = float64(iv[s].Bytes) * 8 / 1e6
+	}
+}
