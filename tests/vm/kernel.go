@@ -1,0 +1,229 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Kernel is an unpacked Debian kernel package (never installed).
+type Kernel struct {
+	// Release is the kernel release, e.g. "6.1.0-57-amd64".
+	Release string
+	// Root is the unpacked package tree; modules are in
+	// Root/lib/modules/Release (with a modules.dep from depmod).
+	Root string
+	// Vmlinuz is the kernel image to boot.
+	Vmlinuz string
+}
+
+// ModDir is the directory holding the kernel's modules and modules.dep.
+func (k *Kernel) ModDir() string { return filepath.Join(k.Root, "lib", "modules", k.Release) }
+
+// CacheDir is where kernels are downloaded and unpacked: $GTPQOS_VM_CACHE,
+// else /var/cache/gtpqos-vm (outside the git tree).
+func CacheDir() string {
+	if d := os.Getenv("GTPQOS_VM_CACHE"); d != "" {
+		return d
+	}
+	return "/var/cache/gtpqos-vm"
+}
+
+var kernelPkgRE = regexp.MustCompile(`^linux-image-(6\.1\.0-([0-9]+)-amd64)(-unsigned)?$`)
+
+// PrepareKernel returns a Debian 12 6.1 kernel unpacked under cacheDir.
+//
+// With want empty it takes the newest linux-image-6.1.0-N-amd64 apt knows
+// whose package downloads (signed, else -unsigned), reusing an unpacked
+// copy when there is one; offline, it falls back to the newest cached one.
+// With want set (a release such as "6.1.0-57-amd64", e.g. a gtp5g.ko's
+// vermagic) it takes exactly that release. $GTPQOS_VM_KERNEL_DEB names a
+// .deb to use instead of asking apt.
+func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("kernel cache: %w", err)
+	}
+	unlock, err := lockDir(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if deb := os.Getenv("GTPQOS_VM_KERNEL_DEB"); deb != "" {
+		return unpackDeb(ctx, cacheDir, deb)
+	}
+	if want != "" {
+		if k := cachedKernel(cacheDir, want); k != nil {
+			return k, nil
+		}
+	}
+	cands, err := aptKernelCandidates(ctx, want)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, c := range cands {
+		if k := cachedKernel(cacheDir, c.release); k != nil {
+			return k, nil
+		}
+		for _, pkg := range []string{c.pkg, c.pkg + "-unsigned"} {
+			deb, err := aptDownload(ctx, cacheDir, pkg)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			k, err := unpackDeb(ctx, cacheDir, deb)
+			_ = os.Remove(deb)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			return k, nil
+		}
+	}
+	// Offline or apt knows nothing: the newest cached kernel will do.
+	if want == "" {
+		if k := newestCachedKernel(cacheDir); k != nil {
+			return k, nil
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, errors.New("apt-cache lists no linux-image-6.1.0-*-amd64 (run apt-get update)"))
+	}
+	what := "linux-image-6.1.0-*-amd64"
+	if want != "" {
+		what = "linux-image-" + want
+	}
+	return nil, fmt.Errorf("get Debian kernel %s: %w", what, errors.Join(errs...))
+}
+
+type kernelCand struct {
+	release string
+	pkg     string
+	n       int
+}
+
+// aptKernelCandidates lists linux-image-6.1.0-N-amd64 packages apt knows,
+// newest N first (only want, when set).
+func aptKernelCandidates(ctx context.Context, want string) ([]kernelCand, error) {
+	out, err := exec.CommandContext(ctx, "apt-cache", "search", "--names-only", `^linux-image-6\.1\.0-[0-9]+-amd64`).Output()
+	if err != nil {
+		return nil, fmt.Errorf("apt-cache search linux-image-6.1.0: %w", err)
+	}
+	seen := map[string]bool{}
+	var cands []kernelCand
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(line, " ")
+		m := kernelPkgRE.FindStringSubmatch(name)
+		if m == nil || seen[m[1]] || (want != "" && m[1] != want) {
+			continue
+		}
+		seen[m[1]] = true
+		n, _ := strconv.Atoi(m[2])
+		cands = append(cands, kernelCand{release: m[1], pkg: "linux-image-" + m[1], n: n})
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].n > cands[j].n })
+	return cands, nil
+}
+
+func aptDownload(ctx context.Context, cacheDir, pkg string) (string, error) {
+	dl := filepath.Join(cacheDir, "download")
+	if err := os.MkdirAll(dl, 0o755); err != nil {
+		return "", fmt.Errorf("apt-get download %s: %w", pkg, err)
+	}
+	cmd := exec.CommandContext(ctx, "apt-get", "download", "-q", pkg)
+	cmd.Dir = dl
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("apt-get download %s: %w: %s", pkg, err, lastLine(string(out)))
+	}
+	debs, _ := filepath.Glob(filepath.Join(dl, pkg+"_*.deb"))
+	if len(debs) == 0 {
+		return "", fmt.Errorf("apt-get download %s: no .deb in %s", pkg, dl)
+	}
+	return debs[len(debs)-1], nil
+}
+
+// unpackDeb extracts a kernel .deb with dpkg-deb -x into
+// cacheDir/<release>, runs depmod on it and marks it complete.
+func unpackDeb(ctx context.Context, cacheDir, deb string) (*Kernel, error) {
+	tmp, err := os.MkdirTemp(cacheDir, ".unpack-")
+	if err != nil {
+		return nil, fmt.Errorf("unpack %s: %w", deb, err)
+	}
+	defer os.RemoveAll(tmp)
+	if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", deb, tmp).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("dpkg-deb -x %s: %w: %s", deb, err, lastLine(string(out)))
+	}
+	vmlinuz, _ := filepath.Glob(filepath.Join(tmp, "boot", "vmlinuz-*"))
+	if len(vmlinuz) != 1 {
+		return nil, fmt.Errorf("unpack %s: want one boot/vmlinuz-*, found %d", deb, len(vmlinuz))
+	}
+	release := strings.TrimPrefix(filepath.Base(vmlinuz[0]), "vmlinuz-")
+	if out, err := exec.CommandContext(ctx, "depmod", "-b", tmp, release).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("depmod -b %s %s: %w: %s", tmp, release, err, lastLine(string(out)))
+	}
+	dst := filepath.Join(cacheDir, release)
+	_ = os.RemoveAll(dst)
+	if err := os.Rename(tmp, dst); err != nil {
+		return nil, fmt.Errorf("unpack %s: %w", deb, err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, ".complete"), []byte(filepath.Base(deb)+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("unpack %s: %w", deb, err)
+	}
+	return cachedKernel(cacheDir, release), nil
+}
+
+func cachedKernel(cacheDir, release string) *Kernel {
+	root := filepath.Join(cacheDir, release)
+	if _, err := os.Stat(filepath.Join(root, ".complete")); err != nil {
+		return nil
+	}
+	k := &Kernel{Release: release, Root: root, Vmlinuz: filepath.Join(root, "boot", "vmlinuz-"+release)}
+	if _, err := os.Stat(k.Vmlinuz); err != nil {
+		return nil
+	}
+	return k
+}
+
+func newestCachedKernel(cacheDir string) *Kernel {
+	ents, _ := os.ReadDir(cacheDir)
+	best, bestN := (*Kernel)(nil), -1
+	for _, e := range ents {
+		m := kernelPkgRE.FindStringSubmatch("linux-image-" + e.Name())
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		if k := cachedKernel(cacheDir, e.Name()); k != nil && n > bestN {
+			best, bestN = k, n
+		}
+	}
+	return best
+}
+
+// lockDir takes an exclusive flock on dir/.lock so that concurrent test
+// runs do not download or unpack into the cache at the same time.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock kernel cache %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock kernel cache %s: %w", dir, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

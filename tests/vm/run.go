@@ -1,0 +1,268 @@
+package vm
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// guestPath is the script's PATH in the guest.
+const guestPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
+
+// RunContext boots the guest, runs cfg.Script and returns the result. It
+// uses workDir (which must exist and be empty) as the read-write share.
+// A scenario that exits non-zero is not an error; failing to boot, to set
+// up the guest or to finish before the timeout (or ctx, or SIGINT/SIGTERM)
+// is. qemu never outlives the call.
+func RunContext(ctx context.Context, workDir string, cfg Config) (*Result, error) {
+	if cfg.Script == "" {
+		return nil, errors.New("vm: Config.Script is empty")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Minute
+	}
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = 2
+	}
+	if cfg.MemoryMiB <= 0 {
+		cfg.MemoryMiB = 2048
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = GuestWorkDir
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+
+	p := initParams{modules: append(append([]string{}, DefaultModules...), cfg.Modules...)}
+	release := cfg.KernelRelease
+	if cfg.KO != "" {
+		rel, deps, err := koRelease(cfg.KO)
+		if err != nil {
+			return nil, err
+		}
+		if release != "" && release != rel {
+			return nil, fmt.Errorf("vm: %s is built for kernel %s, but KernelRelease is %s", cfg.KO, rel, release)
+		}
+		release, p.koDeps, p.koArgs = rel, deps, cfg.KOArgs
+	}
+	k, err := PrepareKernel(ctx, CacheDir(), release)
+	if err != nil {
+		return nil, err
+	}
+	p.kernel = k
+
+	meta := filepath.Join(workDir, ".vm")
+	if err := os.MkdirAll(meta, 0o755); err != nil {
+		return nil, fmt.Errorf("vm work dir: %w", err)
+	}
+	if cfg.KO != "" {
+		name := filepath.Base(cfg.KO)
+		if err := copyFile(cfg.KO, filepath.Join(meta, name)); err != nil {
+			return nil, err
+		}
+		p.ko = GuestWorkDir + "/.vm/" + name
+	}
+	for name, src := range cfg.Files {
+		if filepath.IsAbs(name) || strings.Contains(name, "..") {
+			return nil, fmt.Errorf("vm: Files key %q: want a relative name under %s", name, GuestWorkDir)
+		}
+		if err := copyFile(src, filepath.Join(workDir, name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeScripts(meta, cfg); err != nil {
+		return nil, err
+	}
+	initrd := filepath.Join(meta, "initramfs.cpio")
+	if err := buildInitramfs(initrd, p); err != nil {
+		return nil, err
+	}
+	res, err := runQEMU(ctx, k, initrd, workDir, cfg)
+	if res != nil {
+		res.Kernel = k.Release
+		res.WorkDir = workDir
+	}
+	return res, err
+}
+
+func writeScripts(meta string, cfg Config) error {
+	env := map[string]string{
+		"PATH": guestPath, "HOME": "/tmp", "TMPDIR": "/tmp", "LC_ALL": "C",
+		"GTPQOS_IN_VM": "1", "VM_WORK": GuestWorkDir,
+	}
+	for k, v := range cfg.Env {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var run strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&run, "export %s=%s\n", k, shQuote(env[k]))
+	}
+	fmt.Fprintf(&run, "cd %s || exit 126\nexec /bin/sh %s/.vm/scenario.sh 2>&1\n", shQuote(cfg.Dir), GuestWorkDir)
+	if err := os.WriteFile(filepath.Join(meta, "run.sh"), []byte(run.String()), 0o755); err != nil {
+		return fmt.Errorf("vm work dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(meta, "scenario.sh"), []byte(cfg.Script), 0o755); err != nil {
+		return fmt.Errorf("vm work dir: %w", err)
+	}
+	return nil
+}
+
+func runQEMU(ctx context.Context, k *Kernel, initrd, workDir string, cfg Config) (*Result, error) {
+	args := []string{
+		"-accel", "tcg", "-cpu", "max",
+		"-smp", strconv.Itoa(cfg.CPUs), "-m", strconv.Itoa(cfg.MemoryMiB),
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		"-serial", "stdio",
+		"-kernel", k.Vmlinuz, "-initrd", initrd,
+		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init",
+		"-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
+		"-virtfs", "local,path=" + workDir + ",mount_tag=work,security_model=none,multidevs=remap",
+	}
+	cmd := exec.Command("qemu-system-x86_64", args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start qemu-system-x86_64: %w", err)
+	}
+	// Kill qemu when the context ends; the pipe then closes and the reader
+	// below returns.
+	done := make(chan struct{})
+	var killOnce sync.Once
+	go func() {
+		select {
+		case <-ctx.Done():
+			killOnce.Do(func() { _ = cmd.Process.Kill() })
+		case <-done:
+		}
+	}()
+
+	res := &Result{ExitCode: -1}
+	var console, output strings.Builder
+	var began, ended bool
+	var beginAt time.Time
+	failMsg := ""
+	br := bufio.NewReader(stdout)
+	for {
+		line, rerr := br.ReadString('\n')
+		if line != "" {
+			line = strings.TrimRight(line, "\r\n")
+			console.WriteString(line + "\n")
+			switch {
+			case !began && strings.Contains(line, markBegin):
+				began, beginAt = true, time.Now()
+				res.Boot = beginAt.Sub(start)
+			case strings.HasPrefix(line, markFail):
+				failMsg = strings.TrimPrefix(line, markFail)
+			case strings.Contains(line, markEnd):
+				if i := strings.Index(line, markEnd); i >= 0 {
+					rc := strings.TrimSuffix(line[i+len(markEnd):], "===")
+					if n, err := strconv.Atoi(rc); err == nil {
+						res.ExitCode, ended = n, true
+					}
+					if i > 0 && began {
+						output.WriteString(line[:i] + "\n")
+					}
+				}
+				if began {
+					res.Scenario = time.Since(beginAt)
+				}
+			case began && !ended:
+				output.WriteString(line + "\n")
+				if cfg.Stream != nil {
+					_, _ = io.WriteString(cfg.Stream, line+"\n")
+				}
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	werr := cmd.Wait()
+	close(done)
+	res.Console, res.Output = console.String(), output.String()
+	if !ended {
+		if b, err := os.ReadFile(filepath.Join(workDir, ".vm", "rc")); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				res.ExitCode, ended = n, true
+			}
+		}
+	}
+	switch {
+	case failMsg != "":
+		return res, fmt.Errorf("vm guest setup failed (kernel %s): %s\n%s", k.Release, failMsg, tail(res.Console, 30))
+	case ctx.Err() != nil && !ended:
+		what := "timed out after " + cfg.Timeout.String()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			what = "interrupted"
+		}
+		stage := "booting"
+		if began {
+			stage = "running the scenario"
+		}
+		return res, fmt.Errorf("vm guest %s while %s (qemu killed); console tail:\n%s", what, stage, tail(res.Console, 30))
+	case !ended:
+		return res, fmt.Errorf("vm guest stopped without reporting an exit code (qemu: %v %s); console tail:\n%s",
+			werr, strings.TrimSpace(stderr.String()), tail(res.Console, 30))
+	}
+	return res, nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("vm: hand file to guest: %w", err)
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("vm: hand file to guest: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("vm: hand file to guest: %w", err)
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, st.Mode().Perm()|0o400)
+	if err != nil {
+		return fmt.Errorf("vm: hand file to guest: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("vm: copy %s to guest: %w", src, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("vm: copy %s to guest: %w", src, err)
+	}
+	return nil
+}
