@@ -9,8 +9,10 @@ import (
 
 // SyncResult counts what one sync wrote to a map.
 type SyncResult struct {
-	// Put is the number of keys added or changed.
-	Put int
+	// Added is the number of keys written that were absent.
+	Added int
+	// Changed is the number of keys rewritten with a new value.
+	Changed int
 	// Deleted is the number of keys removed.
 	Deleted int
 }
@@ -44,14 +46,22 @@ func (t *table[K]) sync(want map[K]uint32) (SyncResult, error) {
 		res.Deleted++
 	}
 	for k, v := range want {
-		if old, ok := t.cur[k]; ok && old == v {
+		old, had := t.cur[k]
+		if had && old == v {
 			continue
 		}
 		if err := t.m.Put(k, v); err != nil {
 			return res, fmt.Errorf("gtpu bpf: map %s: put %v: %w", t.name, k, err)
 		}
 		t.cur[k] = v
-		res.Put++
+		if had {
+			res.Changed++
+		} else {
+			res.Added++
+		}
 	}
 	return res, nil
 }
+
+// Writes is the number of map writes the sync made.
+func (r SyncResult) Writes() int { return r.Added + r.Changed + r.Deleted }

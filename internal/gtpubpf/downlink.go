@@ -1,0 +1,76 @@
+package gtpubpf
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// Downlink returns the shaper.Classifier for the N3 Reconciler: gtpu_egress
+// on the device's clsact egress sets skb->priority to the flow's class id,
+// and unclaimed GTP-U to the default class.
+func (c *Classifier) Downlink() shaper.Classifier { return downlink{c} }
+
+type downlink struct{ c *Classifier }
+
+// Kind returns Kind.
+func (d downlink) Kind() shaper.ClassifierKind { return Kind }
+
+// Probe loads the objects: the kernel must accept the program.
+func (d downlink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
+	_, err := d.c.load(env.Link)
+	return err
+}
+
+// Sync writes (TEID, QFI) -> class id for every flow class of desired,
+// deletes stale keys, sets the default class and attaches the program.
+func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *shaper.Tree) (shaper.ClassifierResult, error) {
+	c := d.c
+	var res shaper.ClassifierResult
+	loaded, err := c.load(env.Link)
+	if err != nil {
+		return res, err
+	}
+	if loaded {
+		res.Writes++
+		res.Notes = append(res.Notes, "loaded BPF program gtpu_egress ((TEID, QFI) -> skb->priority)")
+	}
+	want, notes := c.entries(desired, func(cl shaper.Class) (uint32, bool) { return desired.ClassID(cl.Minor), true })
+	res.Notes = append(res.Notes, notes...)
+	s, err := c.objs.SyncDownlink(want)
+	addSync(&res, s)
+	if err != nil {
+		return res, err
+	}
+	dflt := desired.ClassID(desired.DefaultMinor)
+	if dflt != c.objs.dflt {
+		if err := c.objs.SetDefaultClass(dflt); err != nil {
+			return res, err
+		}
+		res.Writes++
+	}
+	wrote, err := c.attach(env, env.Link, Egress, "gtpu-egress")
+	if err != nil {
+		return res, err
+	}
+	if wrote {
+		res.Writes++
+		res.Notes = append(res.Notes, fmt.Sprintf("attached gtpu_egress to dev %s clsact egress", env.Link.Attrs().Name))
+	}
+	return res, nil
+}
+
+// Bindings reads the downlink map back.
+func (d downlink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
+	if d.c.objs == nil {
+		return nil, nil
+	}
+	return d.c.objs.downlinkBindings(env.Root)
+}
+
+// Remove detaches gtpu_egress from the device (and the clsact qdisc if we
+// added it and nothing else uses it). The map entries go with the objects.
+func (d downlink) Remove(ctx context.Context, env shaper.ClassifierEnv) error {
+	return d.c.detach(env, env.Link, Egress, "gtpu-egress")
+}
