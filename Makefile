@@ -32,7 +32,7 @@ fuzz: ## Run each decoder fuzz target briefly (FUZZTIME, default 5s)
 	@./scripts/fuzz.sh $(FUZZTIME)
 
 vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run the shaper and lab tests inside it (root)
-	$(GO) test -count=1 -timeout 20m -run 'TestVM' -v ./tests/vm/
+	GTPQOS_VM=1 $(GO) test -count=1 -timeout 20m -run 'TestVM' -v ./tests/vm/
 
 demo: deps build ## Reproduce the seed experiment (static vs aware HTB) in network namespaces (root)
 	./$(BIN) ab --lab --demo
