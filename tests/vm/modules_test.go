@@ -1,0 +1,66 @@
+package vm
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const testModulesDep = `kernel/fs/9p/9p.ko: kernel/net/9p/9pnet.ko kernel/fs/fscache/fscache.ko kernel/fs/netfs/netfs.ko
+kernel/net/9p/9pnet.ko:
+kernel/fs/fscache/fscache.ko: kernel/fs/netfs/netfs.ko
+kernel/fs/netfs/netfs.ko:
+kernel/net/sched/cls_fw.ko:
+kernel/drivers/net/gtp-x.ko.xz: kernel/net/ipv4/udp_tunnel.ko
+kernel/net/ipv4/udp_tunnel.ko:
+`
+
+// TestModIndexOrder checks dependency order, de-duplication, '-'/'_'
+// normalisation, built-ins left out and unknown modules reported.
+func TestModIndexOrder(t *testing.T) {
+	ix := &modIndex{dir: "/m", path: map[string]string{}, deps: map[string][]string{},
+		builtin: map[string]bool{"sch_fq_codel": true}}
+	if err := ix.parseDep([]byte(testModulesDep)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ix.order("9p", "sch_fq_codel", "gtp-x", "netfs", "cls_fw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"9pnet", "netfs", "fscache", "9p", "udp_tunnel", "gtp_x", "cls_fw"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("load order (-want +got):\n%s", d)
+	}
+	if _, err := ix.order("cls_nope"); err == nil || !strings.Contains(err.Error(), "cls_nope") {
+		t.Fatalf("unknown module: err %v, want one naming cls_nope", err)
+	}
+	if err := ix.parseDep([]byte("no colon here\n")); err == nil {
+		t.Fatal("parseDep accepted a line without ':'")
+	}
+}
+
+// TestKORelease reads vermagic and depends from a real distro module when
+// a kernel is in the cache (PrepareKernel puts one there).
+func TestKORelease(t *testing.T) {
+	k := newestCachedKernel(CacheDir())
+	if k == nil {
+		t.Skipf("no unpacked kernel in %s (the VM tests download one)", CacheDir())
+	}
+	rel, deps, err := koRelease(filepath.Join(k.ModDir(), "kernel/fs/9p/9p.ko"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel != k.Release {
+		t.Errorf("9p.ko vermagic release %q, want %q", rel, k.Release)
+	}
+	for _, d := range []string{"9pnet", "netfs", "fscache"} {
+		if !strings.Contains(","+strings.Join(deps, ",")+",", ","+d+",") {
+			t.Errorf("9p.ko depends %v: missing %s", deps, d)
+		}
+	}
+	if _, _, err := koRelease(filepath.Join(k.ModDir(), "modules.dep")); err == nil {
+		t.Error("koRelease accepted a non-ELF file")
+	}
+}
