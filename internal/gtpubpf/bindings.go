@@ -4,52 +4,50 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/free5gc/gtpqos/shaper"
 )
 
-// downlinkBindings lists the dl_class entries whose class lies under root.
-func (o *Objects) downlinkBindings(root uint32) ([]shaper.Binding, error) {
-	var out []shaper.Binding
-	var k gtpuFlowKey
-	var v uint32
-	it := o.objs.DlClass.Iterate()
-	for it.Next(&k, &v) {
-		if minor, ok := minorOf(v, root); ok {
-			out = append(out, shaper.Binding{Minor: minor, TEID: k.Teid, QFI: k.Qfi})
+// snapshot reads this process's maps into a Snapshot (no stats).
+func (o *Objects) snapshot() (*Snapshot, error) {
+	s := &Snapshot{Downlink: map[Key]uint32{}, Uplink: map[Key]uint32{}, MarkClass: map[uint32]uint32{}, DefaultClass: o.dflt}
+	for _, m := range []*ebpf.Map{o.objs.DlClass, o.objs.UlMark, o.objs.MarkClass} {
+		info, err := m.Info()
+		if err != nil {
+			return nil, fmt.Errorf("gtpu bpf: map info: %w", err)
+		}
+		id, _ := info.ID()
+		if err := s.readMap(id); err != nil {
+			return nil, fmt.Errorf("gtpu bpf: %w", err)
 		}
 	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("gtpu bpf: map dl_class: read: %w", err)
-	}
-	sortBindings(out)
-	return out, nil
+	return s, nil
 }
 
-// uplinkBindings joins ul_mark and mark_class: (TEID, QFI) -> mark -> class
-// under root. Marks with no (TEID, QFI) entry are listed with TEID/QFI 0.
-func (o *Objects) uplinkBindings(root uint32) ([]shaper.Binding, error) {
-	byMark := map[uint32]uint32{}
-	var mk, cls uint32
-	it := o.objs.MarkClass.Iterate()
-	for it.Next(&mk, &cls) {
-		byMark[mk] = cls
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("gtpu bpf: map mark_class: read: %w", err)
-	}
+// DownlinkBindings lists the Downlink entries whose class lies under root.
+func (s *Snapshot) DownlinkBindings(root uint32) []shaper.Binding {
 	var out []shaper.Binding
-	used := map[uint32]bool{}
-	var k gtpuFlowKey
-	var mark uint32
-	it = o.objs.UlMark.Iterate()
-	for it.Next(&k, &mark) {
-		if minor, ok := minorOf(byMark[mark], root); ok {
-			out = append(out, shaper.Binding{Minor: minor, Mark: mark, TEID: k.Teid, QFI: k.Qfi})
-			used[mark] = true
+	for k, v := range s.Downlink {
+		if minor, ok := minorOf(v, root); ok {
+			out = append(out, shaper.Binding{Minor: minor, TEID: k.TEID, QFI: k.QFI})
 		}
 	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("gtpu bpf: map ul_mark: read: %w", err)
+	sortBindings(out)
+	return out
+}
+
+// UplinkBindings joins Uplink and MarkClass: (TEID, QFI) -> mark -> class
+// under root. Marks no (TEID, QFI) entry uses are listed with TEID/QFI 0.
+func (s *Snapshot) UplinkBindings(root uint32) []shaper.Binding {
+	byMark := s.MarkClass
+	var out []shaper.Binding
+	used := map[uint32]bool{}
+	for k, mark := range s.Uplink {
+		if minor, ok := minorOf(byMark[mark], root); ok {
+			out = append(out, shaper.Binding{Minor: minor, Mark: mark, TEID: k.TEID, QFI: k.QFI})
+			used[mark] = true
+		}
 	}
 	for m, cl := range byMark {
 		if minor, ok := minorOf(cl, root); ok && !used[m] {
@@ -57,7 +55,7 @@ func (o *Objects) uplinkBindings(root uint32) ([]shaper.Binding, error) {
 		}
 	}
 	sortBindings(out)
-	return out, nil
+	return out
 }
 
 func sortBindings(b []shaper.Binding) {

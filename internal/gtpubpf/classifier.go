@@ -130,6 +130,15 @@ func (c *Classifier) detach(env shaper.ClassifierEnv, link netlink.Link, hook Ho
 	return nil
 }
 
+// snapshot reads this Classifier's maps, or if it has loaded nothing yet,
+// those of the gtpqos program attached to link's hook (nil if none).
+func (c *Classifier) snapshot(env shaper.ClassifierEnv, link netlink.Link, hook Hook) (*Snapshot, error) {
+	if c.objs != nil {
+		return c.objs.snapshot()
+	}
+	return ReadAttached(env.Handle, link, hook)
+}
+
 // keyOf returns the map key of a flow class, or false (with a note) if the
 // flow cannot be keyed.
 func (c *Classifier) keyOf(cl shaper.Class) (Key, string) {

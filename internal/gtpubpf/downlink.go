@@ -61,12 +61,14 @@ func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *s
 	return res, nil
 }
 
-// Bindings reads the downlink map back.
+// Bindings reads the downlink map back: this process's, or before the first
+// Sync the map of a gtpu_egress program an earlier run left attached.
 func (d downlink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
-	if d.c.objs == nil {
-		return nil, nil
+	s, err := d.c.snapshot(env, env.Link, Egress)
+	if s == nil || err != nil {
+		return nil, err
 	}
-	return d.c.objs.downlinkBindings(env.Root)
+	return s.DownlinkBindings(env.Root), nil
 }
 
 // Remove detaches gtpu_egress from the device (and the clsact qdisc if we

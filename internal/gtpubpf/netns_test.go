@@ -172,8 +172,14 @@ func TestDownlinkClassifiesOnVeth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []shaper.Binding{{Minor: 0x10, TEID: 100, QFI: 2}, {Minor: 0x11, TEID: 200, QFI: 2}}; fmt.Sprint(bs) != fmt.Sprint(want) {
+	want := []shaper.Binding{{Minor: 0x10, TEID: 100, QFI: 2}, {Minor: 0x11, TEID: 200, QFI: 2}}
+	if fmt.Sprint(bs) != fmt.Sprint(want) {
 		t.Errorf("bindings %v, want %v", bs, want)
+	}
+	// A process that loaded nothing (after a restart, or 'verify') reads
+	// the attached program's maps by id.
+	if bs, err := New(Options{N3: a}).Downlink().Bindings(t.Context(), env); err != nil || fmt.Sprint(bs) != fmt.Sprint(want) {
+		t.Errorf("bindings read from the attached program: %v, %v; want %v", bs, err, want)
 	}
 
 	gtp := udpIn(t, ns, "10.99.0.1:2152", 0)
@@ -193,6 +199,13 @@ func TestDownlinkClassifiesOnVeth(t *testing.T) {
 	}
 	if st.Downlink.Hit != 12 || st.Downlink.Miss != 3 {
 		t.Errorf("program counters %+v, want 12 hits, 3 misses", st.Downlink)
+	}
+	snap, err := ReadAttached(h, link, Egress)
+	if err != nil || snap == nil {
+		t.Fatalf("ReadAttached: %v, %v", snap, err)
+	}
+	if snap.Stats.Downlink != st.Downlink || snap.DefaultClass != 0x67710002 {
+		t.Errorf("attached program: stats %+v default %#x, want %+v and 0x67710002", snap.Stats.Downlink, snap.DefaultClass, st.Downlink)
 	}
 
 	if err := dl.Remove(t.Context(), env); err != nil {

@@ -1,6 +1,10 @@
 package gtpubpf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
 
 // Counters are the packet counts of one program, summed over CPUs.
 type Counters struct {
@@ -24,11 +28,13 @@ type Stats struct {
 const statMax = 4
 
 // Stats reads the per-CPU counters and sums them.
-func (o *Objects) Stats() (Stats, error) {
+func (o *Objects) Stats() (Stats, error) { return readStats(o.objs.Stats) }
+
+func readStats(m *ebpf.Map) (Stats, error) {
 	var out Stats
 	for i := uint32(0); i < 2*statMax; i++ {
 		var per []uint64
-		if err := o.objs.Stats.Lookup(i, &per); err != nil {
+		if err := m.Lookup(i, &per); err != nil {
 			return out, fmt.Errorf("gtpu bpf: map stats: read %d: %w", i, err)
 		}
 		var sum uint64

@@ -92,11 +92,14 @@ func (u uplink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *sha
 }
 
 // Bindings reads the uplink maps back: (TEID, QFI) -> mark -> class.
+// Before the first Sync it reads the maps of a mark_egress program an
+// earlier run left attached to the device.
 func (u uplink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
-	if u.c.objs == nil {
-		return nil, nil
+	s, err := u.c.snapshot(env, env.Link, Egress)
+	if s == nil || err != nil {
+		return nil, err
 	}
-	return u.c.objs.uplinkBindings(env.Root)
+	return s.UplinkBindings(env.Root), nil
 }
 
 // Remove detaches gtpu_ingress from N3 and mark_egress from the device.
