@@ -7,7 +7,7 @@ PKGS    := ./...
 # Fuzz smoke: how long each decoder fuzz target runs inside 'make test'.
 FUZZTIME ?= 5s
 
-.PHONY: help deps build test unit fuzz vm-test demo bench lint clean
+.PHONY: help deps build test unit fuzz vm-test demo bench lint clean generate
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -43,6 +43,10 @@ bench: deps ## Run the benchmarks (root for the netns ones) and print their numb
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
+
+generate: ## Rebuild internal/gtpubpf's BPF objects with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
+	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || apt-get install -y clang llvm libbpf-dev
+	BPF_CFLAGS="-I/usr/include/$$(uname -m)-linux-gnu" $(GO) generate ./internal/gtpubpf/
 
 clean: ## Remove build output
 	rm -rf bin
