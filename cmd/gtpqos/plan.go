@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+func init() {
+	register(command{
+		name:    "plan",
+		summary: "print the HTB tree for a flows file as tc commands, plus problems (changes nothing)",
+		run:     runPlan,
+	})
+}
+
+// loadAndPlan reads a flows file and plans it with an optional classifier
+// override; it returns the tree, the problems and the file.
+func loadAndPlan(path, classifier string, prev *shaper.Tree) (*shaper.Tree, []shaper.Problem, shaper.FlowsFile, error) {
+	ff, err := shaper.LoadFlowsFile(path)
+	if err != nil {
+		return nil, nil, ff, err
+	}
+	pol := ff.Policy
+	if classifier != "" {
+		k, err := shaper.ParseClassifierKind(classifier)
+		if err != nil {
+			return nil, nil, ff, usagef("--classifier: %v", err)
+		}
+		pol.Classifier = k
+	}
+	pol.Previous = prev
+	t, probs := shaper.Plan(ff.Flows, pol)
+	return t, probs, ff, nil
+}
+
+func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	file := fs.String("f", "", "flows file (YAML)")
+	dev := fs.String("dev", "", "device name to show in the commands (default DEV)")
+	cls := fs.String("classifier", "", "classifier: auto, fw or bpf (default: the file's policy)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: gtpqos plan -f flows.yaml [--dev IF] [--classifier auto|fw|bpf]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil
+		}
+		return usagef("%v", err)
+	}
+	if *file == "" {
+		return usagef("-f flows.yaml is required")
+	}
+	t, probs, ff, err := loadAndPlan(*file, *cls, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "# %s: %d flows, link %s, mode %s, admission %s, classifier %s\n",
+		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, pickKind(t, ff))
+	if t != nil {
+		fmt.Fprint(stdout, t.TCCommands(*dev))
+	}
+	for _, p := range probs {
+		fmt.Fprintf(stdout, "# problem: %s\n", p)
+	}
+	if p, bad := shaper.FirstError(probs); bad {
+		return p
+	}
+	return nil
+}
+
+func pickKind(t *shaper.Tree, ff shaper.FlowsFile) shaper.ClassifierKind {
+	if t != nil {
+		return t.Classifier
+	}
+	return ff.Policy.Classifier
+}

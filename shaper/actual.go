@@ -1,0 +1,153 @@
+package shaper
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+)
+
+func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
+	link, err := r.link()
+	if err != nil {
+		return nil, err
+	}
+	st, err := r.readRoot(link)
+	if err != nil {
+		return nil, err
+	}
+	if !st.owned {
+		if st.root != nil && st.root.Attrs().Handle != 0 {
+			return nil, r.foreignErr(st.root)
+		}
+		return nil, nil
+	}
+	hs, err := r.listClasses(link)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: LeafSpec{Kind: LeafFIFO}}
+	hasChild := map[uint16]bool{}
+	for _, h := range hs {
+		if pmaj, pmin := netlink.MajorMinor(h.Parent); pmaj == OwnedMajor && pmin != 0 {
+			hasChild[pmin] = true
+		}
+	}
+	for m, h := range hs {
+		c := Class{Minor: m, Rate: h.Rate * 8, Ceil: h.Ceil * 8, Quantum: h.Quantum, Prio: h.Prio,
+			Burst: netlink.Xmitsize(h.Rate, h.Buffer), CBurst: netlink.Xmitsize(h.Ceil, h.Cbuffer)}
+		if pmaj, pmin := netlink.MajorMinor(h.Parent); pmaj == OwnedMajor {
+			c.Parent = pmin
+		}
+		switch {
+		case m == LinkMinor:
+			c.Role = RoleLink
+			t.LinkRate = c.Rate
+		case m == t.DefaultMinor:
+			c.Role = RoleDefault
+		case hasChild[m]:
+			c.Role = RoleSession
+		default:
+			c.Role = RoleFlow
+		}
+		t.Classes = append(t.Classes, c)
+	}
+	t.sortClasses()
+	if q, ok := st.byParent[t.ClassID(t.DefaultMinor)].(*netlink.FqCodel); ok {
+		t.Leaf = LeafSpec{Kind: LeafFQCodel, Limit: q.Limit, TargetUs: q.Target, IntervalUs: q.Interval}
+	}
+	env := ClassifierEnv{Handle: r.h, Link: link, Root: rootHandle()}
+	var cands []Classifier
+	if r.cls != nil {
+		cands = append(cands, r.cls)
+	}
+	cands = append(cands, r.builtin(KindFw), r.builtin(KindBPF))
+	for _, cl := range cands {
+		bs, err := cl.Bindings(ctx, env)
+		if err != nil {
+			return nil, fmt.Errorf("dev %s: read classifier %s: %w", r.dev, cl.Kind(), err)
+		}
+		if len(bs) == 0 {
+			continue
+		}
+		t.Classifier = cl.Kind()
+		idx := map[uint16]int{}
+		for i, c := range t.Classes {
+			idx[c.Minor] = i
+		}
+		for _, b := range bs {
+			if i, ok := idx[b.Minor]; ok && t.Classes[i].Role == RoleFlow {
+				c := &t.Classes[i]
+				c.Mark, c.TEID, c.QFI = b.Mark, b.TEID, b.QFI
+			}
+		}
+		break
+	}
+	if t.Classifier == "" {
+		if ok, _ := r.builtin(KindBPF).(*MarkBPFClassifier).installed(env); ok {
+			t.Classifier = KindBPF
+		}
+	}
+	return t, nil
+}
+
+func (r *Reconciler) reset(ctx context.Context) error {
+	link, err := r.link()
+	if err != nil {
+		return err
+	}
+	st, err := r.readRoot(link)
+	if err != nil {
+		return err
+	}
+	if !st.owned {
+		return nil
+	}
+	env := ClassifierEnv{Handle: r.h, Link: link, Root: rootHandle()}
+	if r.cls != nil {
+		n, err := removeCounted(ctx, env, r.cls)
+		r.writes += n
+		if err != nil {
+			return fmt.Errorf("dev %s: remove classifier %s: %w", r.dev, r.cls.Kind(), err)
+		}
+	}
+	if err := r.do(func() error { return r.h.QdiscDel(st.root) }); err != nil {
+		return fmt.Errorf("dev %s: delete root qdisc htb %x: %w", r.dev, OwnedMajor, err)
+	}
+	for _, c := range r.classCache {
+		if m, ok := c.(*MarkBPFClassifier); ok {
+			m.close()
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) classStats(ctx context.Context) (map[uint32]ClassStats, error) {
+	link, err := r.link()
+	if err != nil {
+		return nil, err
+	}
+	cls, err := r.h.ClassList(link, rootHandle())
+	if err != nil {
+		return nil, fmt.Errorf("dev %s: list classes: %w", r.dev, err)
+	}
+	out := make(map[uint32]ClassStats, len(cls))
+	for _, c := range cls {
+		a := c.Attrs()
+		maj, min := netlink.MajorMinor(a.Handle)
+		if maj != OwnedMajor || a.LinkIndex != link.Attrs().Index {
+			continue
+		}
+		s := ClassStats{ClassID: a.Handle, Minor: min}
+		if st := a.Statistics; st != nil {
+			if st.Basic != nil {
+				s.Bytes, s.Packets = st.Basic.Bytes, uint64(st.Basic.Packets)
+			}
+			if st.Queue != nil {
+				s.Drops, s.Overlimits, s.Backlog, s.Qlen = st.Queue.Drops, st.Queue.Overlimits, st.Queue.Backlog, st.Queue.Qlen
+			}
+		}
+		out[a.Handle] = s
+	}
+	return out, nil
+}

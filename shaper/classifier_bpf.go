@@ -1,0 +1,288 @@
+package shaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// bpfName names the program, map and filter of the mark classifier.
+const (
+	bpfProgName   = "gtpqos_mark"
+	bpfMapName    = "gtpqos_marks"
+	bpfFilterName = "gtpqos_mark"
+	// bpfMaxEntries bounds the mark map (one entry per flow class).
+	bpfMaxEntries = 1 << 16
+	// __sk_buff field offsets (include/uapi/linux/bpf.h).
+	skbMarkOff      = 8
+	skbTCClassidOff = 72
+)
+
+// MarkBPFClassifier classifies by skb->mark with one cls_bpf filter in
+// direct-action mode on the root HTB qdisc (prio BPFPrio). Its program,
+// built with cilium/ebpf's asm (no clang at build or run time), looks the
+// mark up in a BPF hash map mark -> class minor and sets skb->tc_classid;
+// the filter's classid supplies the major. A miss returns TC_ACT_UNSPEC, so
+// HTB sends the packet to its default class. The cost is one hash lookup
+// whatever the number of flows.
+//
+// Why cls_bpf on the HTB root rather than skb->priority from clsact: it lives
+// inside the qdisc gtpqos owns (deleted with it, nothing else on the device
+// to clean up), and it leaves skb->priority, which applications set with
+// SO_PRIORITY, alone.
+//
+// After a restart the classifier adopts the installed program and its map
+// (found through the filter's program id), so nothing is reloaded.
+type MarkBPFClassifier struct {
+	m      *ebpf.Map
+	prog   *ebpf.Program
+	progID int
+	writes int
+}
+
+// NewMarkBPFClassifier returns the cls_bpf mark classifier. Nothing is
+// loaded until Sync.
+func NewMarkBPFClassifier() *MarkBPFClassifier { return &MarkBPFClassifier{} }
+
+// Kind returns KindBPF.
+func (c *MarkBPFClassifier) Kind() ClassifierKind { return KindBPF }
+
+func (c *MarkBPFClassifier) takeWrites() int { n := c.writes; c.writes = 0; return n }
+
+// markProgram returns the classifier's instructions for map fd.
+func markProgram(mapFD int) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R1, skbMarkOff, asm.Word),
+		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "miss"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+		asm.StoreMem(asm.R6, skbTCClassidOff, asm.R1, asm.Word),
+		asm.Mov.Imm(asm.R0, 0), // TC_ACT_OK: use skb->tc_classid
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, -1).WithSymbol("miss"), // TC_ACT_UNSPEC: default class
+		asm.Return(),
+	}
+}
+
+// load creates a fresh map and program.
+func (c *MarkBPFClassifier) load() (*ebpf.Map, *ebpf.Program, error) {
+	_ = rlimit.RemoveMemlock() // only matters on kernels before 5.11
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: bpfMapName, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: bpfMaxEntries})
+	if err != nil {
+		return nil, nil, fmt.Errorf("create BPF map %s: %w", bpfMapName, err)
+	}
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: bpfProgName, Type: ebpf.SchedCLS, License: "GPL", Instructions: markProgram(m.FD())})
+	if err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("load BPF program %s: %w", bpfProgName, err)
+	}
+	return m, p, nil
+}
+
+// installed finds the classifier's filter and returns its program id.
+func (c *MarkBPFClassifier) installed(env ClassifierEnv) (bool, int) {
+	fs, err := env.Handle.FilterList(env.Link, env.Root)
+	if err != nil {
+		return false, 0
+	}
+	for _, f := range fs {
+		b, ok := f.(*netlink.BpfFilter)
+		if ok && b.Priority == BPFPrio && strings.HasPrefix(b.Name, bpfFilterName) {
+			return true, b.Id
+		}
+	}
+	return false, 0
+}
+
+// adopt opens the map of the installed program.
+func (c *MarkBPFClassifier) adopt(id int) error {
+	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+	if err != nil {
+		return fmt.Errorf("open installed BPF program %d: %w", id, err)
+	}
+	info, err := p.Info()
+	if err != nil {
+		p.Close()
+		return fmt.Errorf("BPF program %d info: %w", id, err)
+	}
+	ids, _ := info.MapIDs()
+	if len(ids) != 1 {
+		p.Close()
+		return fmt.Errorf("BPF program %d has %d maps, want 1", id, len(ids))
+	}
+	m, err := ebpf.NewMapFromID(ids[0])
+	if err != nil {
+		p.Close()
+		return fmt.Errorf("open BPF map %d: %w", ids[0], err)
+	}
+	if m.KeySize() != 4 || m.ValueSize() != 4 {
+		p.Close()
+		m.Close()
+		return fmt.Errorf("BPF map %d has key/value size %d/%d, want 4/4", ids[0], m.KeySize(), m.ValueSize())
+	}
+	c.close()
+	c.m, c.prog, c.progID = m, p, id
+	return nil
+}
+
+func (c *MarkBPFClassifier) close() {
+	if c.m != nil {
+		c.m.Close()
+	}
+	if c.prog != nil {
+		c.prog.Close()
+	}
+	c.m, c.prog, c.progID = nil, nil, 0
+}
+
+func (c *MarkBPFClassifier) filter(env ClassifierEnv, fd int) *netlink.BpfFilter {
+	return &netlink.BpfFilter{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: env.Link.Attrs().Index, Parent: env.Root, Handle: 1,
+			Priority: BPFPrio, Protocol: unix.ETH_P_ALL},
+		ClassId: env.Root, Fd: fd, Name: bpfFilterName, DirectAction: true,
+	}
+}
+
+// ensure makes sure the filter is installed and c.m is its map.
+func (c *MarkBPFClassifier) ensure(env ClassifierEnv, res *ClassifierResult) error {
+	ok, id := c.installed(env)
+	if ok {
+		if c.m != nil && c.progID == id {
+			return nil
+		}
+		return c.adopt(id)
+	}
+	m, p, err := c.load()
+	if err != nil {
+		return err
+	}
+	if err := env.Handle.FilterReplace(c.filter(env, p.FD())); err != nil {
+		m.Close()
+		p.Close()
+		return fmt.Errorf("attach cls_bpf filter %s: %w", bpfFilterName, err)
+	}
+	res.Writes++
+	res.Notes = append(res.Notes, "loaded the cls_bpf mark classifier (map mark -> class)")
+	c.close()
+	c.m, c.prog = m, p
+	if ok, id := c.installed(env); ok {
+		c.progID = id
+	}
+	return nil
+}
+
+func (c *MarkBPFClassifier) entries() (map[uint32]uint32, error) {
+	out := map[uint32]uint32{}
+	var k, v uint32
+	it := c.m.Iterate()
+	for it.Next(&k, &v) {
+		out[k] = v
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read BPF map %s: %w", bpfMapName, err)
+	}
+	return out, nil
+}
+
+// Sync installs the program if needed and makes the map hold exactly the
+// desired mark -> minor entries.
+func (c *MarkBPFClassifier) Sync(ctx context.Context, env ClassifierEnv, desired *Tree) (ClassifierResult, error) {
+	var res ClassifierResult
+	if err := c.ensure(env, &res); err != nil {
+		return res, err
+	}
+	have, err := c.entries()
+	if err != nil {
+		return res, err
+	}
+	want := map[uint32]uint32{}
+	for _, cl := range desired.Classes {
+		if cl.Role == RoleFlow && cl.Mark != 0 {
+			want[cl.Mark] = uint32(cl.Minor)
+		}
+	}
+	for k := range have {
+		if _, ok := want[k]; ok {
+			continue
+		}
+		if err := c.m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return res, fmt.Errorf("delete mark %#x from BPF map: %w", k, err)
+		}
+		res.Writes++
+		res.Deleted++
+	}
+	for k, v := range want {
+		old, ok := have[k]
+		if ok && old == v {
+			continue
+		}
+		if err := c.m.Put(k, v); err != nil {
+			return res, fmt.Errorf("map mark %#x -> class %s in BPF map: %w", k, desired.Handle(uint16(v)), err)
+		}
+		res.Writes++
+		if ok {
+			res.Changed++
+		} else {
+			res.Added++
+		}
+	}
+	return res, nil
+}
+
+// Bindings returns the map's mark -> class entries (none if not installed).
+func (c *MarkBPFClassifier) Bindings(ctx context.Context, env ClassifierEnv) ([]Binding, error) {
+	ok, id := c.installed(env)
+	if !ok {
+		return nil, nil
+	}
+	if c.m == nil || c.progID != id {
+		if err := c.adopt(id); err != nil {
+			return nil, err
+		}
+	}
+	have, err := c.entries()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Binding, 0, len(have))
+	for k, v := range have {
+		out = append(out, Binding{Minor: uint16(v), Mark: k})
+	}
+	return out, nil
+}
+
+// Remove deletes the cls_bpf filter; the program and map go with it.
+func (c *MarkBPFClassifier) Remove(ctx context.Context, env ClassifierEnv) error {
+	defer c.close()
+	if ok, _ := c.installed(env); !ok {
+		return nil
+	}
+	if err := env.Handle.FilterDel(c.filter(env, -1)); err != nil {
+		return fmt.Errorf("delete cls_bpf filter %s: %w", bpfFilterName, err)
+	}
+	c.writes++
+	return nil
+}
+
+// Probe loads (and drops) the program to learn whether the kernel allows it.
+func (c *MarkBPFClassifier) Probe(ctx context.Context, env ClassifierEnv) error {
+	m, p, err := c.load()
+	if err != nil {
+		return err
+	}
+	p.Close()
+	m.Close()
+	return nil
+}

@@ -1,0 +1,119 @@
+package shaper
+
+import (
+	"context"
+	"fmt"
+)
+
+// builtin returns the shaper's own classifier of a kind, cached.
+func (r *Reconciler) builtin(k ClassifierKind) Classifier {
+	if c, ok := r.classCache[k]; ok {
+		return c
+	}
+	var c Classifier
+	switch k {
+	case KindFw:
+		c = NewFwClassifier()
+	case KindBPF:
+		c = NewMarkBPFClassifier()
+	default:
+		return nil
+	}
+	r.classCache[k] = c
+	return c
+}
+
+// classifier picks the classifier: one given with WithClassifier, else the
+// forced or desired kind; auto adopts the built-in classifier already
+// installed, else probes fw and falls back to bpf.
+func (r *Reconciler) classifier(ctx context.Context, env ClassifierEnv, desired *Tree, res *Result) (Classifier, error) {
+	if r.cls != nil {
+		res.ClassifierKind = r.cls.Kind()
+		return r.cls, nil
+	}
+	k := r.kind
+	if k == "" || k == KindAuto {
+		k = desired.Classifier
+	}
+	if k == "" || k == KindAuto {
+		if r.autoKind != "" {
+			k = r.autoKind
+		} else {
+			k = r.detect(ctx, env, res)
+			r.autoKind = k
+		}
+	}
+	c := r.builtin(k)
+	if c == nil {
+		return nil, fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed with WithClassifier)", r.dev, k)
+	}
+	res.ClassifierKind = k
+	return c, nil
+}
+
+// detect adopts an installed built-in classifier, else picks fw if the
+// kernel accepts a fw filter, else bpf.
+func (r *Reconciler) detect(ctx context.Context, env ClassifierEnv, res *Result) ClassifierKind {
+	for _, k := range []ClassifierKind{KindBPF, KindFw} {
+		if b, err := r.builtin(k).Bindings(ctx, env); err == nil && len(b) > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("classifier auto: adopted the installed %s classifier", k))
+			return k
+		}
+		if k == KindBPF {
+			if ok, _ := r.builtin(KindBPF).(*MarkBPFClassifier).installed(env); ok {
+				res.Notes = append(res.Notes, "classifier auto: adopted the installed bpf classifier")
+				return k
+			}
+		}
+	}
+	if err := r.builtin(KindFw).(Prober).Probe(ctx, env); err == nil {
+		res.Notes = append(res.Notes, "classifier auto: kernel has cls_fw: using fw")
+		return KindFw
+	} else {
+		res.Notes = append(res.Notes, fmt.Sprintf("classifier auto: no cls_fw in this kernel (%v): using bpf (cls_bpf + mark->class map)", err))
+	}
+	return KindBPF
+}
+
+// removeOtherClassifiers removes built-in classifiers other than the one in
+// use (after a switch of classifier), only if they left anything.
+func (r *Reconciler) removeOtherClassifiers(ctx context.Context, env ClassifierEnv, in Classifier, res *Result) error {
+	for _, k := range []ClassifierKind{KindFw, KindBPF} {
+		if in.Kind() == k {
+			continue
+		}
+		c := r.builtin(k)
+		present := false
+		if b, err := c.Bindings(ctx, env); err == nil && len(b) > 0 {
+			present = true
+		}
+		if m, ok := c.(*MarkBPFClassifier); ok {
+			if inst, _ := m.installed(env); inst {
+				present = true
+			}
+		}
+		if !present {
+			continue
+		}
+		n, err := removeCounted(ctx, env, c)
+		r.writes += n
+		if err != nil {
+			return fmt.Errorf("dev %s: remove previous classifier %s: %w", r.dev, k, err)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("removed the previous %s classifier", k))
+	}
+	return nil
+}
+
+// writeCounter is implemented by built-in classifiers to report Remove's
+// writes.
+type writeCounter interface{ takeWrites() int }
+
+func removeCounted(ctx context.Context, env ClassifierEnv, c Classifier) (int, error) {
+	err := c.Remove(ctx, env)
+	n := 1
+	if wc, ok := c.(writeCounter); ok {
+		n = wc.takeWrites()
+	}
+	return n, err
+}

@@ -1,0 +1,316 @@
+package shaper
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FlowsFile is a parsed flows file: the policy (DefaultPolicy of the link
+// rate with the file's overrides applied) and the flows with their
+// contracts. Both arms of an A/B run share one format: a static arm is the
+// same flows with `policy: {mode: static}`.
+//
+// Format (YAML; unknown keys are errors):
+//
+//	link: 30mbit              # required: bottleneck rate
+//	policy:                   # optional overrides of DefaultPolicy
+//	  mode: aware             # aware | static
+//	  static_rate: 10mbit     # static mode: every flow's rate
+//	  static_ceil: 30mbit     # static mode: every flow's ceil
+//	  non_gbr_min: 1mbit      # rate of non-GBR flows
+//	  default_rate: 1mbit     # rate of the default class
+//	  burst: 32k              # bytes (k = 1024)
+//	  cburst: 32k
+//	  quantum: 12500          # bytes, raised to max_frame if smaller
+//	  max_frame: 1514
+//	  prio: 0
+//	  admission: refuse       # refuse | clamp
+//	  classifier: auto        # auto | fw | bpf
+//	  leaf: auto              # auto | fq_codel | fifo
+//	  leaf_limit: 1000
+//	  leaf_interval: 100ms
+//	flows:
+//	  - name: A               # label for output
+//	    seid: 1               # PFCP session id
+//	    qer: 1                # QER id (with seid: the flow's identity)
+//	    qfi: 2                # 0..63
+//	    direction: downlink   # downlink (default) | uplink
+//	    gbr: 15mbit           # 0 or absent: non-GBR
+//	    mbr: 18mbit           # 0 or absent: up to the link
+//	    mark: 2               # skb->mark (decimal or 0x hex)
+//	    teid: 0x64            # optional, for (TEID, QFI) classifiers
+//	    session_ambr: 0       # optional session AMBR (non-GBR flows)
+//
+// Rates are bit/s with tc's decimal units: bit, kbit, mbit, gbit, tbit
+// (case-insensitive, "/s" allowed: "30Mbit/s"); a bare number is bit/s.
+// Byte-based units (tc's bps, kbps) are refused.
+type FlowsFile struct {
+	// Path is where the file was read from (for messages).
+	Path string
+	// Policy is DefaultPolicy(link) with the file's overrides.
+	Policy Policy
+	// Flows are the flows in file order.
+	Flows []Flow
+}
+
+type fileYAML struct {
+	Link   string      `yaml:"link"`
+	Policy *policyYAML `yaml:"policy"`
+	Flows  []flowYAML  `yaml:"flows"`
+}
+
+type policyYAML struct {
+	Mode         string `yaml:"mode"`
+	StaticRate   string `yaml:"static_rate"`
+	StaticCeil   string `yaml:"static_ceil"`
+	NonGBRMin    string `yaml:"non_gbr_min"`
+	DefaultRate  string `yaml:"default_rate"`
+	Burst        string `yaml:"burst"`
+	CBurst       string `yaml:"cburst"`
+	Quantum      string `yaml:"quantum"`
+	MaxFrame     string `yaml:"max_frame"`
+	Prio         string `yaml:"prio"`
+	Admission    string `yaml:"admission"`
+	Classifier   string `yaml:"classifier"`
+	Leaf         string `yaml:"leaf"`
+	LeafLimit    string `yaml:"leaf_limit"`
+	LeafInterval string `yaml:"leaf_interval"`
+}
+
+type flowYAML struct {
+	Name        string `yaml:"name"`
+	SEID        string `yaml:"seid"`
+	QER         string `yaml:"qer"`
+	QFI         string `yaml:"qfi"`
+	Direction   string `yaml:"direction"`
+	GBR         string `yaml:"gbr"`
+	MBR         string `yaml:"mbr"`
+	Mark        string `yaml:"mark"`
+	TEID        string `yaml:"teid"`
+	SessionAMBR string `yaml:"session_ambr"`
+}
+
+// LoadFlowsFile reads and parses a flows file. Errors are one line naming
+// the file, the flow and the field.
+func LoadFlowsFile(path string) (FlowsFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return FlowsFile{}, fmt.Errorf("flows file: %w", err)
+	}
+	return ParseFlowsFile(path, data)
+}
+
+var unknownKey = regexp.MustCompile(`line (\d+): field (\S+) not found in type shaper\.(\w+)`)
+
+// yamlErr turns yaml.v3's multi-line errors into one line.
+func yamlErr(name string, err error) error {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+		if m := unknownKey.FindStringSubmatch(msg); m != nil {
+			where := map[string]string{"fileYAML": "at top level", "policyYAML": "in policy", "flowYAML": "in a flow"}[m[3]]
+			return fmt.Errorf("%s: line %s: unknown key %q %s", name, m[1], m[2], where)
+		}
+	}
+	msg = strings.TrimPrefix(strings.ReplaceAll(msg, "\n", "; "), "yaml: ")
+	return fmt.Errorf("%s: %s", name, msg)
+}
+
+// ParseFlowsFile parses a flows file's contents; name is used in messages.
+func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
+	var y fileYAML
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&y); err != nil {
+		if errors.Is(err, io.EOF) {
+			return FlowsFile{}, fmt.Errorf("%s: empty flows file (want at least 'link:')", name)
+		}
+		return FlowsFile{}, yamlErr(name, err)
+	}
+	ff := FlowsFile{Path: name}
+	if y.Link == "" {
+		return ff, fmt.Errorf("%s: link: missing (the bottleneck rate, e.g. 30mbit)", name)
+	}
+	link, err := ParseRate(y.Link)
+	if err != nil || link == 0 {
+		if err == nil {
+			err = errors.New("must be above 0")
+		}
+		return ff, fmt.Errorf("%s: link: %w", name, err)
+	}
+	ff.Policy = DefaultPolicy(link)
+	if y.Policy != nil {
+		if err := y.Policy.apply(&ff.Policy); err != nil {
+			return ff, fmt.Errorf("%s: policy: %w", name, err)
+		}
+	}
+	for i, fy := range y.Flows {
+		f, err := fy.flow()
+		if err != nil {
+			label := fmt.Sprintf("flow #%d", i+1)
+			if fy.Name != "" {
+				label = "flow " + fy.Name
+			}
+			return ff, fmt.Errorf("%s: %s: %w", name, label, err)
+		}
+		ff.Flows = append(ff.Flows, f)
+	}
+	return ff, nil
+}
+
+func parseUint(field, s string, bits int) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, bits)
+	if err != nil {
+		return 0, fmt.Errorf("%s: invalid value %q: want a non-negative integer below 2^%d", field, s, bits)
+	}
+	return v, nil
+}
+
+func (p *policyYAML) apply(pol *Policy) error {
+	var err error
+	if pol.Mode, err = ParseMode(p.Mode); err != nil {
+		return fmt.Errorf("mode: %w", err)
+	}
+	if pol.Admission, err = ParseAdmission(p.Admission); err != nil {
+		return fmt.Errorf("admission: %w", err)
+	}
+	if p.Classifier != "" {
+		if pol.Classifier, err = ParseClassifierKind(p.Classifier); err != nil {
+			return fmt.Errorf("classifier: %w", err)
+		}
+	}
+	if pol.Leaf.Kind, err = ParseLeafKind(p.Leaf); err != nil {
+		return fmt.Errorf("leaf: %w", err)
+	}
+	rates := []struct {
+		field string
+		s     string
+		dst   *uint64
+	}{{"static_rate", p.StaticRate, &pol.StaticRate}, {"static_ceil", p.StaticCeil, &pol.StaticCeil},
+		{"non_gbr_min", p.NonGBRMin, &pol.NonGBRMin}, {"default_rate", p.DefaultRate, &pol.DefaultRate}}
+	for _, r := range rates {
+		if r.s == "" {
+			continue
+		}
+		v, err := ParseRate(r.s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.field, err)
+		}
+		*r.dst = v
+	}
+	if p.NonGBRMin != "" && p.DefaultRate == "" {
+		pol.DefaultRate = pol.NonGBRMin
+	}
+	sizes := []struct {
+		field string
+		s     string
+		dst   *uint32
+	}{{"burst", p.Burst, &pol.Burst}, {"cburst", p.CBurst, &pol.CBurst}, {"quantum", p.Quantum, &pol.Quantum},
+		{"max_frame", p.MaxFrame, &pol.MaxFrame}}
+	for _, s := range sizes {
+		if s.s == "" {
+			continue
+		}
+		v, err := ParseSize(s.s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.field, err)
+		}
+		*s.dst = v
+	}
+	if p.Prio != "" {
+		v, err := parseUint("prio", p.Prio, 3)
+		if err != nil {
+			return err
+		}
+		pol.Prio = uint32(v)
+	}
+	if p.LeafLimit != "" {
+		v, err := parseUint("leaf_limit", p.LeafLimit, 32)
+		if err != nil {
+			return err
+		}
+		pol.Leaf.Limit = uint32(v)
+	}
+	if p.LeafInterval != "" {
+		d, err := time.ParseDuration(p.LeafInterval)
+		if err != nil || d <= 0 || d > time.Hour {
+			return fmt.Errorf("leaf_interval: invalid duration %q (e.g. 100ms)", p.LeafInterval)
+		}
+		pol.Leaf.IntervalUs = uint32(d / time.Microsecond)
+	}
+	return nil
+}
+
+func (fy flowYAML) flow() (Flow, error) {
+	f := Flow{Name: fy.Name, Direction: Downlink}
+	if fy.QER == "" {
+		return f, errors.New("qer: missing (the QER id)")
+	}
+	v, err := parseUint("qer", fy.QER, 32)
+	if err != nil {
+		return f, err
+	}
+	f.ID.QERID = uint32(v)
+	if fy.SEID != "" {
+		if f.ID.SEID, err = parseUint("seid", fy.SEID, 64); err != nil {
+			return f, err
+		}
+	}
+	if fy.QFI != "" {
+		v, err := parseUint("qfi", fy.QFI, 8)
+		if err != nil {
+			return f, err
+		}
+		if v > 63 {
+			return f, fmt.Errorf("qfi: %d above 63", v)
+		}
+		f.QFI = uint8(v)
+	}
+	switch strings.ToLower(fy.Direction) {
+	case "", "downlink", "dl":
+	case "uplink", "ul":
+		f.Direction = Uplink
+	default:
+		return f, fmt.Errorf("direction: unknown direction %q (want downlink or uplink)", fy.Direction)
+	}
+	for _, r := range []struct {
+		field string
+		s     string
+		dst   *uint64
+	}{{"gbr", fy.GBR, &f.GBR}, {"mbr", fy.MBR, &f.MBR}, {"session_ambr", fy.SessionAMBR, &f.SessionAMBR}} {
+		if r.s == "" {
+			continue
+		}
+		if *r.dst, err = ParseRate(r.s); err != nil {
+			return f, fmt.Errorf("%s: %w", r.field, err)
+		}
+	}
+	if f.MBR != 0 && f.MBR < f.GBR {
+		return f, fmt.Errorf("mbr: MBR %s below GBR %s", FormatRate(f.MBR), FormatRate(f.GBR))
+	}
+	if fy.Mark != "" {
+		v, err := parseUint("mark", fy.Mark, 32)
+		if err != nil {
+			return f, err
+		}
+		f.Mark = uint32(v)
+	}
+	if fy.TEID != "" {
+		v, err := parseUint("teid", fy.TEID, 32)
+		if err != nil {
+			return f, err
+		}
+		f.TEID = uint32(v)
+	}
+	return f, nil
+}

@@ -1,0 +1,230 @@
+package shaper
+
+import "fmt"
+
+// Mode selects how flow classes get their rates.
+type Mode uint8
+
+const (
+	// Aware translates each flow's contract: rate = GBR (or the non-GBR
+	// minimum), ceil = MBR (or the link rate).
+	Aware Mode = iota
+	// Static is the QoS-unaware baseline of the seed experiment: every flow
+	// class gets Policy.StaticRate / Policy.StaticCeil whatever its contract.
+	// Flows keep their contracts (callers judge compliance against them).
+	Static
+)
+
+// String returns "aware" or "static".
+func (m Mode) String() string {
+	switch m {
+	case Aware:
+		return "aware"
+	case Static:
+		return "static"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// ParseMode parses "aware" or "static".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "aware", "":
+		return Aware, nil
+	case "static":
+		return Static, nil
+	}
+	return 0, fmt.Errorf("unknown mode %q (want aware or static)", s)
+}
+
+// Admission says what Plan does with a GBR flow whose guarantee does not fit
+// in the link (sum of GBRs above the link rate, or GBR above the link).
+type Admission uint8
+
+const (
+	// Refuse leaves the flow out of the tree and reports an error Problem.
+	// Flows already in Policy.Previous are admitted first, so a new flow can
+	// never push out an admitted one.
+	Refuse Admission = iota
+	// Clamp admits the flow with its GBR reduced to what is left of the link
+	// (at least the non-GBR minimum) and reports a warning Problem.
+	Clamp
+)
+
+// String returns "refuse" or "clamp".
+func (a Admission) String() string {
+	switch a {
+	case Refuse:
+		return "refuse"
+	case Clamp:
+		return "clamp"
+	}
+	return fmt.Sprintf("admission(%d)", uint8(a))
+}
+
+// ParseAdmission parses "refuse" or "clamp".
+func ParseAdmission(s string) (Admission, error) {
+	switch s {
+	case "refuse", "":
+		return Refuse, nil
+	case "clamp":
+		return Clamp, nil
+	}
+	return 0, fmt.Errorf("unknown admission %q (want refuse or clamp)", s)
+}
+
+// ClassifierKind names a classifier. The shaper knows KindAuto, KindFw and
+// KindBPF; other packages may register classifiers under their own kinds and
+// pass them to the Reconciler with WithClassifier.
+type ClassifierKind string
+
+const (
+	// KindAuto picks fw when the kernel accepts a fw filter, else bpf.
+	KindAuto ClassifierKind = "auto"
+	// KindFw classifies by skb->mark with cls_fw filters (one per flow, one
+	// filter priority, so the kernel hashes marks into 256 buckets).
+	KindFw ClassifierKind = "fw"
+	// KindBPF classifies by skb->mark with one cls_bpf direct-action program
+	// and a BPF hash map mark -> class id (O(1), no cls_fw needed).
+	KindBPF ClassifierKind = "bpf"
+)
+
+// ParseClassifierKind parses "auto", "fw" or "bpf" (other kinds are accepted
+// as is, for classifiers outside this package).
+func ParseClassifierKind(s string) (ClassifierKind, error) {
+	if s == "" {
+		return KindAuto, nil
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return "", fmt.Errorf("invalid classifier %q (want auto, fw or bpf)", s)
+		}
+	}
+	return ClassifierKind(s), nil
+}
+
+// LeafKind names the qdisc under each leaf class.
+type LeafKind string
+
+const (
+	// LeafAuto uses fq_codel where the kernel has it, else FIFO.
+	LeafAuto LeafKind = "auto"
+	// LeafFQCodel is fq_codel with LeafSpec's limit/target/interval.
+	LeafFQCodel LeafKind = "fq_codel"
+	// LeafFIFO is HTB's built-in leaf: a pfifo whose limit is the device's
+	// txqueuelen. gtpqos creates no qdisc object for it.
+	LeafFIFO LeafKind = "fifo"
+)
+
+// ParseLeafKind parses "auto", "fq_codel" or "fifo".
+func ParseLeafKind(s string) (LeafKind, error) {
+	switch LeafKind(s) {
+	case "", LeafAuto:
+		return LeafAuto, nil
+	case LeafFQCodel, LeafFIFO:
+		return LeafKind(s), nil
+	}
+	return "", fmt.Errorf("unknown leaf qdisc %q (want auto, fq_codel or fifo)", s)
+}
+
+// LeafSpec describes the qdisc under every leaf class (flows and default).
+type LeafSpec struct {
+	// Kind is the qdisc kind (auto resolves in the Reconciler).
+	Kind LeafKind
+	// Limit is fq_codel's packet limit (seed: 1000).
+	Limit uint32
+	// TargetUs is fq_codel's target delay in µs (seed: 5000). Only the
+	// kernel's default, 5000, is supported: vishvananda/netlink v1.3.1 does
+	// not send the target attribute.
+	TargetUs uint32
+	// IntervalUs is fq_codel's interval in µs (seed: 100000).
+	IntervalUs uint32
+}
+
+// Policy holds everything besides the flows that shapes the plan.
+//
+// All rates are bit/s; sizes are bytes.
+type Policy struct {
+	// LinkRate is the bottleneck rate: the link class's rate and ceil, and
+	// the ceil of flows without an MBR. Required.
+	LinkRate uint64
+	// Mode is Aware (translate contracts) or Static (fixed rate/ceil).
+	Mode Mode
+	// StaticRate and StaticCeil are every flow class's rate and ceil in
+	// Static mode (seed: 10 and 30 Mbit/s). StaticCeil is capped at LinkRate.
+	StaticRate, StaticCeil uint64
+	// NonGBRMin is the rate of a non-GBR flow's class: an operator choice,
+	// not a 3GPP guarantee (seed: 1 Mbit/s).
+	NonGBRMin uint64
+	// DefaultRate is the rate of the default class that takes unclassified
+	// packets (default: NonGBRMin). Its ceil is the link rate.
+	DefaultRate uint64
+	// Burst and CBurst are every class's token buckets in bytes (32 KiB).
+	Burst, CBurst uint32
+	// Quantum is every class's DRR quantum in bytes (12500); Plan raises it
+	// to MaxFrame if it is smaller.
+	Quantum uint32
+	// MaxFrame is the largest frame on the device in bytes (1514).
+	MaxFrame uint32
+	// Prio is every flow class's HTB priority (0..7; seed: 0).
+	Prio uint32
+	// Leaf is the qdisc under each leaf class.
+	Leaf LeafSpec
+	// Admission decides what happens to a GBR flow that does not fit.
+	Admission Admission
+	// Classifier is the classifier kind to use (auto, fw, bpf, ...).
+	Classifier ClassifierKind
+	// Previous, if not nil, is the tree from the last plan or the kernel's
+	// actual tree (Reconciler.Actual). Plan keeps every flow's class id
+	// (minor) from it: matched by flow id where Previous knows it, else by
+	// mark (the kernel's tree only knows marks), and keeps session class
+	// minors the same way. Flows already in Previous are admitted before new
+	// ones. Without Previous, minors are assigned in flow-id order from
+	// FirstFlowMinor up.
+	Previous *Tree
+}
+
+// Seed defaults.
+const (
+	// DefaultNonGBRMin is the seed's 1 Mbit/s minimum for non-GBR flows.
+	DefaultNonGBRMin = 1_000_000
+	// DefaultBurst is the seed's burst and cburst, 32 KiB.
+	DefaultBurst = 32 * 1024
+	// DefaultQuantum is the seed's DRR quantum in bytes.
+	DefaultQuantum = 12500
+	// DefaultMaxFrame is the largest Ethernet frame without VLAN tags.
+	DefaultMaxFrame = 1514
+	// DefaultStaticRate and DefaultStaticCeil are the seed's static 10/30.
+	DefaultStaticRate = 10_000_000
+	// DefaultStaticCeil is the seed's static ceil, 30 Mbit/s.
+	DefaultStaticCeil = 30_000_000
+	// MaxRate is the largest rate Plan accepts (10 Tbit/s); above is absurd.
+	MaxRate = 10_000_000_000_000
+	// MinRate is the smallest non-zero rate Plan accepts (8 bit/s: HTB
+	// stores bytes/s).
+	MinRate = 8
+)
+
+// DefaultPolicy returns the seed's policy for a link of linkRate bit/s:
+// aware mode, non-GBR minimum 1 Mbit/s, burst/cburst 32 KiB, quantum 12500,
+// MaxFrame 1514, prio 0, fq_codel limit 1000 target 5 ms interval 100 ms
+// (auto: FIFO where fq_codel is missing), admission Refuse, classifier auto,
+// static rate/ceil 10/30 Mbit/s.
+func DefaultPolicy(linkRate uint64) Policy {
+	return Policy{
+		LinkRate:    linkRate,
+		Mode:        Aware,
+		StaticRate:  DefaultStaticRate,
+		StaticCeil:  DefaultStaticCeil,
+		NonGBRMin:   DefaultNonGBRMin,
+		DefaultRate: DefaultNonGBRMin,
+		Burst:       DefaultBurst,
+		CBurst:      DefaultBurst,
+		Quantum:     DefaultQuantum,
+		MaxFrame:    DefaultMaxFrame,
+		Prio:        0,
+		Leaf:        LeafSpec{Kind: LeafAuto, Limit: 1000, TargetUs: 5000, IntervalUs: 100000},
+		Admission:   Refuse,
+		Classifier:  KindAuto,
+	}
+}

@@ -1,0 +1,104 @@
+package shaper
+
+import (
+	"context"
+	"errors"
+
+	"github.com/vishvananda/netlink"
+)
+
+// ErrNotOwned is returned (wrapped) by Reconcile when the device's root
+// qdisc was not created by gtpqos and force is off.
+var ErrNotOwned = errors.New("root qdisc not created by gtpqos")
+
+// Reconciler makes one device's HTB tree match a desired Tree. It keeps one
+// netlink handle for its lifetime (pass netlink.NewHandleAt(ns) to work in a
+// network namespace) and remembers the classifier and leaf it detected.
+// It is not safe for concurrent use.
+type Reconciler struct {
+	h     *netlink.Handle
+	dev   string
+	force bool
+	// kind is the requested classifier kind (overridden by the tree's when
+	// empty); cls is the classifier in use once chosen.
+	kind       ClassifierKind
+	cls        Classifier
+	leaf       LeafKind
+	leafAuto   LeafKind
+	autoKind   ClassifierKind
+	writes     int
+	autoNotes  []string
+	classCache map[ClassifierKind]Classifier
+}
+
+// Option configures a Reconciler.
+type Option func(*Reconciler)
+
+// WithForce lets Reconcile replace a root qdisc gtpqos did not create.
+func WithForce(force bool) Option { return func(r *Reconciler) { r.force = force } }
+
+// WithClassifierKind forces a classifier kind (auto, fw, bpf) instead of the
+// one the desired tree names.
+func WithClassifierKind(k ClassifierKind) Option { return func(r *Reconciler) { r.kind = k } }
+
+// WithClassifier uses c (for example internal/gtpubpf's) for classification.
+func WithClassifier(c Classifier) Option { return func(r *Reconciler) { r.cls = c; r.kind = c.Kind() } }
+
+// WithLeaf forces a leaf qdisc kind instead of the desired tree's.
+func WithLeaf(k LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
+
+// NewReconciler returns a Reconciler for device dev through handle h. h must
+// stay open as long as the Reconciler is used; the caller closes it.
+func NewReconciler(h *netlink.Handle, dev string, opts ...Option) *Reconciler {
+	r := &Reconciler{h: h, dev: dev, classCache: map[ClassifierKind]Classifier{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Dev returns the device name.
+func (r *Reconciler) Dev() string { return r.dev }
+
+// Writes returns the number of kernel writes this Reconciler has made.
+func (r *Reconciler) Writes() int { return r.writes }
+
+// Reconcile makes the device's tree match desired with the fewest writes:
+//
+//  1. the root HTB (handle OwnedMajor:, default DefaultMinor), the link class
+//     and the default class are created first if missing (if any of them
+//     fails on a fresh device, the root is deleted again so packets never sit
+//     in HTB's unshaped direct queue);
+//  2. classes are created parents first, and changed in place (ClassChange)
+//     when rate, ceil, burst, cburst, quantum or prio differ;
+//  3. leaf qdiscs are created or replaced where they differ;
+//  4. the classifier syncs (adds entries for new classes, removes stale ones);
+//  5. classes not in desired are deleted, children first.
+//
+// A class whose parent differs is the only thing deleted and re-created
+// (HTB cannot move a class). A second call with the same desired tree makes
+// no writes. A root qdisc gtpqos did not create makes Reconcile fail with
+// ErrNotOwned unless WithForce(true).
+func (r *Reconciler) Reconcile(ctx context.Context, desired *Tree) (Result, error) {
+	return r.reconcile(ctx, desired)
+}
+
+// Actual reads the device's tree: classes under the owned root with rates in
+// bit/s and bursts in bytes (converted from the kernel's bytes/s and ticks),
+// the leaf kind, and the classifier's bindings (marks) on the flow classes.
+// Flow ids are unknown to the kernel and left zero. It returns (nil, nil)
+// when the device has no gtpqos tree, and wraps ErrNotOwned when its root
+// qdisc belongs to someone else.
+func (r *Reconciler) Actual(ctx context.Context) (*Tree, error) { return r.actual(ctx) }
+
+// Reset removes what gtpqos owns on the device: the classifier's objects and
+// the root HTB qdisc (with every class, leaf and filter under it), so the
+// kernel's default root qdisc returns. A device without a gtpqos tree is left
+// alone (nil error).
+func (r *Reconciler) Reset(ctx context.Context) error { return r.reset(ctx) }
+
+// ClassStats returns every class's counters under the owned root, keyed by
+// full class id (Tree.ClassID(minor)).
+func (r *Reconciler) ClassStats(ctx context.Context) (map[uint32]ClassStats, error) {
+	return r.classStats(ctx)
+}

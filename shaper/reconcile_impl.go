@@ -1,0 +1,392 @@
+package shaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/vishvananda/netlink"
+)
+
+// do runs one kernel write and counts it when it succeeds.
+func (r *Reconciler) do(f func() error) error {
+	if err := f(); err != nil {
+		return err
+	}
+	r.writes++
+	return nil
+}
+
+func (r *Reconciler) link() (netlink.Link, error) {
+	if r.dev == "" {
+		return nil, errors.New("no device given")
+	}
+	l, err := r.h.LinkByName(r.dev)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", r.dev, err)
+	}
+	return l, nil
+}
+
+// rootHandle is the owned root qdisc's handle.
+func rootHandle() uint32 { return netlink.MakeHandle(OwnedMajor, 0) }
+
+// rootState finds the device's root qdisc and the qdiscs by parent.
+type rootState struct {
+	root     netlink.Qdisc
+	owned    bool
+	byParent map[uint32]netlink.Qdisc
+}
+
+func (r *Reconciler) readRoot(link netlink.Link) (rootState, error) {
+	qs, err := r.h.QdiscList(link)
+	if err != nil {
+		return rootState{}, fmt.Errorf("dev %s: list qdiscs: %w", r.dev, err)
+	}
+	st := rootState{byParent: make(map[uint32]netlink.Qdisc, len(qs))}
+	for _, q := range qs {
+		a := q.Attrs()
+		if a.LinkIndex != link.Attrs().Index {
+			continue
+		}
+		if a.Parent == netlink.HANDLE_ROOT {
+			st.root = q
+			continue
+		}
+		st.byParent[a.Parent] = q
+	}
+	if h, ok := st.root.(*netlink.Htb); ok && h.Handle == rootHandle() {
+		st.owned = true
+	}
+	return st, nil
+}
+
+// foreignErr describes a root qdisc gtpqos does not own.
+func (r *Reconciler) foreignErr(q netlink.Qdisc) error {
+	maj, _ := netlink.MajorMinor(q.Attrs().Handle)
+	return fmt.Errorf("dev %s: root qdisc %s %x: was not created by gtpqos (its tree is htb %x:); use --force to replace it: %w",
+		r.dev, q.Type(), maj, OwnedMajor, ErrNotOwned)
+}
+
+// kernelClass is a class in the kernel's units.
+type kernelClass struct {
+	rate, ceil       uint64 // bytes/s
+	buffer, cbuffer  uint32 // ticks
+	quantum, prio    uint32
+	parent           uint32
+	level            uint32
+	inner            bool
+}
+
+func toKernel(t *Tree, c Class) kernelClass {
+	k := kernelClass{rate: c.Rate / 8, ceil: c.Ceil / 8, quantum: c.Quantum, prio: c.Prio, inner: !c.IsLeaf()}
+	k.buffer = netlink.Xmittime(k.rate, c.Burst)
+	k.cbuffer = netlink.Xmittime(k.ceil, c.CBurst)
+	k.parent = t.ClassID(c.Parent)
+	if c.Parent == 0 {
+		k.parent = rootHandle()
+	}
+	return k
+}
+
+func fromNetlink(h *netlink.HtbClass) kernelClass {
+	return kernelClass{rate: h.Rate, ceil: h.Ceil, buffer: h.Buffer, cbuffer: h.Cbuffer, quantum: h.Quantum,
+		prio: h.Prio, parent: h.Parent, level: h.Level}
+}
+
+// same compares desired and actual. HTB sets quantum and prio only on leaf
+// classes, so they are ignored for inner classes.
+func same(d, a kernelClass) bool {
+	if d.rate != a.rate || d.ceil != a.ceil || d.buffer != a.buffer || d.cbuffer != a.cbuffer {
+		return false
+	}
+	if !d.inner && a.level == 0 && (d.quantum != a.quantum || d.prio != a.prio) {
+		return false
+	}
+	return true
+}
+
+func (r *Reconciler) htbClass(link netlink.Link, t *Tree, c Class) *netlink.HtbClass {
+	k := toKernel(t, c)
+	hc := &netlink.HtbClass{
+		ClassAttrs: netlink.ClassAttrs{LinkIndex: link.Attrs().Index, Handle: t.ClassID(c.Minor), Parent: k.parent},
+		Rate:       k.rate, Ceil: k.ceil, Buffer: k.buffer, Cbuffer: k.cbuffer, Quantum: c.Quantum, Prio: c.Prio,
+	}
+	return hc
+}
+
+// listClasses returns the owned root's HTB classes by minor.
+func (r *Reconciler) listClasses(link netlink.Link) (map[uint16]*netlink.HtbClass, error) {
+	cls, err := r.h.ClassList(link, rootHandle())
+	if err != nil {
+		return nil, fmt.Errorf("dev %s: list classes: %w", r.dev, err)
+	}
+	out := make(map[uint16]*netlink.HtbClass, len(cls))
+	for _, c := range cls {
+		hc, ok := c.(*netlink.HtbClass)
+		if !ok {
+			continue
+		}
+		maj, min := netlink.MajorMinor(hc.Handle)
+		if maj != OwnedMajor || hc.LinkIndex != link.Attrs().Index {
+			continue
+		}
+		out[min] = hc
+	}
+	return out, nil
+}
+
+// createRoot creates the root HTB, link and default classes on a device
+// without a gtpqos tree. If a class fails, the root is deleted again so no
+// packet sits in HTB's direct queue.
+func (r *Reconciler) createRoot(link netlink.Link, desired *Tree) error {
+	q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: rootHandle(), Parent: netlink.HANDLE_ROOT})
+	q.Defcls = uint32(desired.DefaultMinor)
+	if err := r.do(func() error { return r.h.QdiscReplace(q) }); err != nil {
+		return fmt.Errorf("dev %s: create root qdisc htb %x: %w", r.dev, OwnedMajor, err)
+	}
+	for _, m := range []uint16{LinkMinor, desired.DefaultMinor} {
+		c, ok := desired.Find(m)
+		if !ok {
+			continue
+		}
+		if err := r.do(func() error { return r.h.ClassReplace(r.htbClass(link, desired, c)) }); err != nil {
+			_ = r.h.QdiscDel(q)
+			return fmt.Errorf("dev %s: create %s class %s: %w (root qdisc removed again)", r.dev, c.Role, desired.Handle(m), err)
+		}
+	}
+	return nil
+}
+
+func checkDesired(t *Tree) error {
+	if t == nil {
+		return errors.New("no desired tree (plan failed)")
+	}
+	if t.Major != OwnedMajor {
+		return fmt.Errorf("desired tree has root major %x, want %x", t.Major, OwnedMajor)
+	}
+	l, ok1 := t.Find(LinkMinor)
+	d, ok2 := t.Find(t.DefaultMinor)
+	if !ok1 || !ok2 || l.Role != RoleLink || d.Role != RoleDefault {
+		return errors.New("desired tree lacks its link or default class")
+	}
+	return nil
+}
+
+// depth returns a class's depth below the root in the given parent map.
+func depth(minor uint16, parent map[uint16]uint16) int {
+	d := 0
+	for m := minor; d < 16; d++ {
+		p, ok := parent[m]
+		if !ok || p == 0 {
+			break
+		}
+		m = p
+	}
+	return d
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, error) {
+	start := r.writes
+	res := Result{Dev: r.dev}
+	defer func() { res.Writes = r.writes - start }()
+	fail := func(err error) (Result, error) {
+		res.Writes = r.writes - start
+		return res, err
+	}
+	if err := checkDesired(desired); err != nil {
+		return fail(fmt.Errorf("dev %s: %w", r.dev, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	link, err := r.link()
+	if err != nil {
+		return fail(err)
+	}
+	st, err := r.readRoot(link)
+	if err != nil {
+		return fail(err)
+	}
+	if !st.owned {
+		if st.root != nil && st.root.Attrs().Handle != 0 {
+			if !r.force {
+				return fail(r.foreignErr(st.root))
+			}
+			maj, _ := netlink.MajorMinor(st.root.Attrs().Handle)
+			res.Notes = append(res.Notes, fmt.Sprintf("replaced foreign root qdisc %s %x: (--force)", st.root.Type(), maj))
+		}
+		if err := r.createRoot(link, desired); err != nil {
+			return fail(err)
+		}
+		res.CreatedRoot = true
+		if st, err = r.readRoot(link); err != nil {
+			return fail(err)
+		}
+	} else {
+		res.Adopted = true
+	}
+	env := ClassifierEnv{Handle: r.h, Link: link, Root: rootHandle()}
+
+	actual, err := r.listClasses(link)
+	if err != nil {
+		return fail(err)
+	}
+	want := make(map[uint16]Class, len(desired.Classes))
+	for _, c := range desired.Classes {
+		want[c.Minor] = c
+	}
+	cls, err := r.classifier(ctx, env, desired, &res)
+	if err != nil {
+		return fail(err)
+	}
+
+	// Classes whose parent differs must be re-created (HTB cannot move a
+	// class); so must their actual descendants.
+	moved := map[uint16]bool{}
+	for m, a := range actual {
+		if d, ok := want[m]; ok && toKernel(desired, d).parent != a.Parent {
+			moved[m] = true
+		}
+	}
+	if len(moved) > 0 {
+		for changed := true; changed; {
+			changed = false
+			for m, a := range actual {
+				pmaj, pmin := netlink.MajorMinor(a.Parent)
+				if !moved[m] && pmaj == OwnedMajor && moved[pmin] {
+					moved[m] = true
+					changed = true
+				}
+			}
+		}
+		// Unbind moved flows first, then delete them children first.
+		keep := *desired
+		keep.Classes = make([]Class, 0, len(desired.Classes))
+		for _, c := range desired.Classes {
+			if !moved[c.Minor] {
+				keep.Classes = append(keep.Classes, c)
+			}
+		}
+		cr, err := cls.Sync(ctx, env, &keep)
+		r.writes += cr.Writes
+		if err != nil {
+			return fail(fmt.Errorf("dev %s: classifier %s: %w", r.dev, cls.Kind(), err))
+		}
+		if err := r.deleteClasses(link, actual, moved, &res); err != nil {
+			return fail(err)
+		}
+		for m := range moved {
+			delete(actual, m)
+		}
+	}
+
+	// Create (parents first) and change in place.
+	order := make([]Class, 0, len(desired.Classes))
+	order = append(order, desired.Classes...)
+	rank := func(c Class) int {
+		switch c.Role {
+		case RoleLink:
+			return 0
+		case RoleDefault:
+			return 1
+		case RoleSession:
+			return 2
+		}
+		return 3
+	}
+	sort.SliceStable(order, func(i, j int) bool { return rank(order[i]) < rank(order[j]) })
+	for _, c := range order {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		a, ok := actual[c.Minor]
+		switch {
+		case !ok:
+			if err := r.do(func() error { return r.h.ClassReplace(r.htbClass(link, desired, c)) }); err != nil {
+				return fail(fmt.Errorf("dev %s: create %s class %s: %w", r.dev, c.Role, desired.Handle(c.Minor), err))
+			}
+			res.Created = append(res.Created, c.Minor)
+		case !same(toKernel(desired, c), fromNetlink(a)):
+			if err := r.do(func() error { return r.h.ClassChange(r.htbClass(link, desired, c)) }); err != nil {
+				return fail(fmt.Errorf("dev %s: change %s class %s: %w", r.dev, c.Role, desired.Handle(c.Minor), err))
+			}
+			res.Changed = append(res.Changed, c.Minor)
+		}
+	}
+	if h := st.root.(*netlink.Htb); h.Defcls != uint32(desired.DefaultMinor) {
+		q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: rootHandle(), Parent: netlink.HANDLE_ROOT})
+		q.Defcls = uint32(desired.DefaultMinor)
+		if err := r.do(func() error { return r.h.QdiscChange(q) }); err != nil {
+			return fail(fmt.Errorf("dev %s: set root default to %s: %w", r.dev, desired.Handle(desired.DefaultMinor), err))
+		}
+		res.Notes = append(res.Notes, "repaired the root qdisc's default class")
+	}
+
+	// Leaf qdiscs.
+	if err := r.syncLeaves(ctx, link, desired, st, &res); err != nil {
+		return fail(err)
+	}
+
+	// Classifier: bind new classes, unbind stale ones.
+	cr, err := cls.Sync(ctx, env, desired)
+	r.writes += cr.Writes
+	res.Classifier.Added += cr.Added
+	res.Classifier.Changed += cr.Changed
+	res.Classifier.Deleted += cr.Deleted
+	res.Classifier.Writes += cr.Writes
+	res.Classifier.Notes = append(res.Classifier.Notes, cr.Notes...)
+	if err != nil {
+		return fail(fmt.Errorf("dev %s: classifier %s: %w", r.dev, cls.Kind(), err))
+	}
+	if err := r.removeOtherClassifiers(ctx, env, cls, &res); err != nil {
+		return fail(err)
+	}
+
+	// Delete what is not desired, children first.
+	stale := map[uint16]bool{}
+	for m := range actual {
+		if _, ok := want[m]; !ok {
+			stale[m] = true
+		}
+	}
+	if err := r.deleteClasses(link, actual, stale, &res); err != nil {
+		return fail(err)
+	}
+	res.Writes = r.writes - start
+	return res, nil
+}
+
+// deleteClasses deletes the given actual classes, deepest first.
+func (r *Reconciler) deleteClasses(link netlink.Link, actual map[uint16]*netlink.HtbClass, del map[uint16]bool, res *Result) error {
+	if len(del) == 0 {
+		return nil
+	}
+	parent := make(map[uint16]uint16, len(actual))
+	for m, a := range actual {
+		pmaj, pmin := netlink.MajorMinor(a.Parent)
+		if pmaj == OwnedMajor {
+			parent[m] = pmin
+		}
+	}
+	list := make([]uint16, 0, len(del))
+	for m := range del {
+		list = append(list, m)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		di, dj := depth(list[i], parent), depth(list[j], parent)
+		if di != dj {
+			return di > dj
+		}
+		return list[i] < list[j]
+	})
+	for _, m := range list {
+		a := actual[m]
+		if err := r.do(func() error { return r.h.ClassDel(a) }); err != nil {
+			return fmt.Errorf("dev %s: delete class %x:%x: %w", r.dev, OwnedMajor, m, err)
+		}
+		res.Deleted = append(res.Deleted, m)
+	}
+	return nil
+}

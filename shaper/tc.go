@@ -1,0 +1,111 @@
+package shaper
+
+import (
+	"fmt"
+	"strings"
+)
+
+// TCCommands returns the tc commands equivalent to the tree on device dev,
+// one per line, with '#' comments naming each flow. It is what `gtpqos plan`
+// prints; gtpqos itself never runs tc. Filters are shown as fw filters (the
+// seed's form) for classifiers fw and auto; for bpf the map entries are
+// listed as comments.
+func (t *Tree) TCCommands(dev string) string {
+	if dev == "" {
+		dev = "DEV"
+	}
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	w("tc qdisc replace dev %s root handle %x: htb default %x", dev, t.Major, t.DefaultMinor)
+	order := make([]Class, 0, len(t.Classes))
+	for _, r := range []Role{RoleLink, RoleDefault, RoleSession, RoleFlow} {
+		for _, c := range t.Classes {
+			if c.Role == r {
+				order = append(order, c)
+			}
+		}
+	}
+	for _, c := range order {
+		parent := t.Handle(c.Parent)
+		if c.Parent == 0 {
+			parent = fmt.Sprintf("%x:", t.Major)
+		}
+		line := fmt.Sprintf("tc class replace dev %s parent %s classid %s htb rate %s ceil %s burst %s cburst %s quantum %d prio %d",
+			dev, parent, t.Handle(c.Minor), FormatRate(c.Rate), FormatRate(c.Ceil), FormatSize(c.Burst), FormatSize(c.CBurst), c.Quantum, c.Prio)
+		w("%s  # %s", line, classComment(c))
+		if c.IsLeaf() {
+			switch t.Leaf.Kind {
+			case LeafFIFO:
+				// HTB's built-in pfifo: nothing to create.
+			default:
+				target := t.Leaf.TargetUs
+				if target == 0 {
+					target = 5000
+				}
+				w("tc qdisc replace dev %s parent %s handle %x: fq_codel limit %d target %s interval %s%s",
+					dev, t.Handle(c.Minor), c.Minor, t.Leaf.Limit, fmtUs(target), fmtUs(t.Leaf.IntervalUs), leafComment(t.Leaf.Kind))
+			}
+		}
+	}
+	switch t.Classifier {
+	case KindFw, KindAuto, "":
+		for _, c := range t.Classes {
+			if c.Role == RoleFlow && c.Mark != 0 {
+				w("tc filter replace dev %s parent %x: protocol all prio %d handle %#x fw flowid %s  # %s",
+					dev, t.Major, FwPrio, c.Mark, t.Handle(c.Minor), classComment(c))
+			}
+		}
+		if t.Classifier != KindFw {
+			w("# classifier auto: fw filters as above where the kernel has cls_fw, else cls_bpf prio %d with the same mark -> class entries in a BPF map", BPFPrio)
+		}
+	case KindBPF:
+		w("# classifier bpf: one cls_bpf direct-action filter on %x: (prio %d) with a BPF hash map mark -> class:", t.Major, BPFPrio)
+		for _, c := range t.Classes {
+			if c.Role == RoleFlow && c.Mark != 0 {
+				w("#   mark %#x -> %s  (%s)", c.Mark, t.Handle(c.Minor), classComment(c))
+			}
+		}
+	default:
+		w("# classifier %s: entries for the flows above are managed by that classifier", t.Classifier)
+	}
+	return b.String()
+}
+
+func leafComment(k LeafKind) string {
+	if k == LeafAuto || k == "" {
+		return "  # auto: FIFO (HTB's pfifo) where fq_codel is missing"
+	}
+	return ""
+}
+
+func classComment(c Class) string {
+	switch c.Role {
+	case RoleLink:
+		return "link"
+	case RoleDefault:
+		return "default (unclassified packets)"
+	case RoleSession:
+		return fmt.Sprintf("session seid=%d AMBR", c.SEID)
+	}
+	name := c.Name
+	if name == "" {
+		name = "-"
+	}
+	s := fmt.Sprintf("flow %s %s qfi=%d", name, c.Flow, c.QFI)
+	if c.Mark != 0 {
+		s += fmt.Sprintf(" mark=%#x", c.Mark)
+	}
+	if c.TEID != 0 {
+		s += fmt.Sprintf(" teid=%#x", c.TEID)
+	}
+	s += fmt.Sprintf(" gbr=%s mbr=%s", FormatRate(c.GBR), FormatRate(c.MBR))
+	return s
+}
+
+// fmtUs formats microseconds as tc does: "5ms", "100ms", "250us".
+func fmtUs(us uint32) string {
+	if us != 0 && us%1000 == 0 {
+		return fmt.Sprintf("%dms", us/1000)
+	}
+	return fmt.Sprintf("%dus", us)
+}

@@ -1,0 +1,160 @@
+package shaper
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Fixed parts of every tree gtpqos builds.
+const (
+	// OwnedMajor is the handle major of the root HTB qdisc gtpqos creates
+	// (0x6771, ASCII "gq"; tc shows 6771:). A device whose root qdisc is HTB
+	// with this major is gtpqos's; see the package doc.
+	OwnedMajor uint16 = 0x6771
+	// LinkMinor is the link (bottleneck) class, parent of everything else.
+	LinkMinor uint16 = 0x1
+	// DefaultMinor is the default class that takes unclassified packets. It
+	// always exists while the root qdisc does.
+	DefaultMinor uint16 = 0x2
+	// FirstFlowMinor is the first minor given to session and flow classes.
+	FirstFlowMinor uint16 = 0x10
+	// LastFlowMinor is the last minor given to session and flow classes
+	// (0xffff is left alone: it is the clsact/ingress major for leaf handles).
+	LastFlowMinor uint16 = 0xfffe
+)
+
+// MaxClasses is how many session and flow classes one tree can hold:
+// minors FirstFlowMinor..LastFlowMinor except OwnedMajor (leaf qdisc handles
+// reuse the class minor as their major, and must not collide with the root).
+const MaxClasses = int(LastFlowMinor-FirstFlowMinor) + 1 - 1
+
+// Role is what a class is for.
+type Role uint8
+
+const (
+	// RoleLink is the class at the link rate under the root qdisc.
+	RoleLink Role = iota + 1
+	// RoleDefault is the class HTB's default points at.
+	RoleDefault
+	// RoleSession is a session's AMBR class, parent of its non-GBR flows.
+	RoleSession
+	// RoleFlow is one QoS flow's leaf class.
+	RoleFlow
+)
+
+// String returns "link", "default", "session" or "flow".
+func (r Role) String() string {
+	switch r {
+	case RoleLink:
+		return "link"
+	case RoleDefault:
+		return "default"
+	case RoleSession:
+		return "session"
+	case RoleFlow:
+		return "flow"
+	}
+	return fmt.Sprintf("role(%d)", uint8(r))
+}
+
+// Class is one HTB class of a tree. Rates are bit/s, sizes bytes.
+type Class struct {
+	// Minor is the class id's minor (the major is Tree.Major).
+	Minor uint16
+	// Parent is the parent class's minor; 0 means the root qdisc.
+	Parent uint16
+	// Role says what the class is for.
+	Role Role
+	// Rate is HTB's rate (the guarantee) in bit/s.
+	Rate uint64
+	// Ceil is HTB's ceil (the maximum) in bit/s.
+	Ceil uint64
+	// Burst and CBurst are the token buckets in bytes. In a tree read from
+	// the kernel they are converted back from ticks and may be off by a
+	// byte or so; the Reconciler compares in the kernel's units.
+	Burst, CBurst uint32
+	// Quantum is the DRR quantum in bytes.
+	Quantum uint32
+	// Prio is HTB's priority (0..7).
+	Prio uint32
+
+	// Flow is the flow's identity (RoleFlow; zero in a tree read from the
+	// kernel, which does not know it).
+	Flow FlowID
+	// Name is the flow's label (RoleFlow, from Flow.Name).
+	Name string
+	// Direction is the flow's direction (RoleFlow).
+	Direction Direction
+	// Mark is the flow's skb->mark (RoleFlow; 0 = none).
+	Mark uint32
+	// TEID and QFI identify the flow on N3 for (TEID, QFI) classifiers.
+	TEID uint32
+	// QFI is the flow's QoS Flow Identifier.
+	QFI uint8
+	// GBR and MBR are the flow's contract (RoleFlow), kept for output and
+	// for callers judging compliance; they may differ from Rate/Ceil.
+	GBR, MBR uint64
+	// SEID is the session of a RoleSession class (or of a flow).
+	SEID uint64
+}
+
+// Tree is a desired or actual HTB tree for one device.
+type Tree struct {
+	// Major is the root qdisc's handle major (OwnedMajor).
+	Major uint16
+	// DefaultMinor is the minor HTB's default points at.
+	DefaultMinor uint16
+	// LinkRate is the link class's rate in bit/s.
+	LinkRate uint64
+	// Leaf is the qdisc under each leaf class (flows and default).
+	Leaf LeafSpec
+	// Classifier is the classifier kind the tree is meant for.
+	Classifier ClassifierKind
+	// Classes are all classes, sorted by minor.
+	Classes []Class
+}
+
+// ClassID returns the full tc class id (major<<16 | minor) of minor.
+func (t *Tree) ClassID(minor uint16) uint32 { return uint32(t.Major)<<16 | uint32(minor) }
+
+// Find returns the class with the given minor.
+func (t *Tree) Find(minor uint16) (Class, bool) {
+	i := sort.Search(len(t.Classes), func(i int) bool { return t.Classes[i].Minor >= minor })
+	if i < len(t.Classes) && t.Classes[i].Minor == minor {
+		return t.Classes[i], true
+	}
+	return Class{}, false
+}
+
+// FlowClass returns the class of the flow with the given id.
+func (t *Tree) FlowClass(id FlowID) (Class, bool) {
+	for _, c := range t.Classes {
+		if c.Role == RoleFlow && c.Flow == id {
+			return c, true
+		}
+	}
+	return Class{}, false
+}
+
+// IsLeaf reports whether a class of this tree has no children (flows and
+// the default class): it holds a leaf qdisc.
+func (c Class) IsLeaf() bool { return c.Role == RoleFlow || c.Role == RoleDefault }
+
+// Handle formats a minor as tc does: "6771:1a".
+func (t *Tree) Handle(minor uint16) string { return fmt.Sprintf("%x:%x", t.Major, minor) }
+
+// FlowClasses returns the flow classes in minor order.
+func (t *Tree) FlowClasses() []Class {
+	out := make([]Class, 0, len(t.Classes))
+	for _, c := range t.Classes {
+		if c.Role == RoleFlow {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// sortClasses sorts by minor.
+func (t *Tree) sortClasses() {
+	sort.Slice(t.Classes, func(i, j int) bool { return t.Classes[i].Minor < t.Classes[j].Minor })
+}

@@ -1,0 +1,95 @@
+package shaper
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ParseRate parses a rate in bit/s as tc writes it: a non-negative number
+// with an optional unit, case-insensitive: bit (or none), kbit, mbit, gbit,
+// tbit (decimal: 1kbit = 1000 bit/s), also with a "/s" suffix ("30Mbit/s").
+// Byte units (tc's "bps", "kbps", ...) are refused to avoid tc's ambiguity.
+// Fractions are allowed ("1.5mbit").
+func ParseRate(s string) (uint64, error) {
+	in := strings.TrimSpace(s)
+	low := strings.TrimSuffix(strings.ToLower(in), "/s")
+	i := strings.IndexFunc(low, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.') })
+	num, unit := low, ""
+	if i >= 0 {
+		num, unit = low[:i], strings.TrimSpace(low[i:])
+	}
+	if num == "" {
+		return 0, fmt.Errorf("invalid rate %q: want a non-negative number with a unit (bit, kbit, mbit, gbit, tbit)", s)
+	}
+	var mul float64
+	switch unit {
+	case "", "bit":
+		mul = 1
+	case "kbit", "k":
+		mul = 1e3
+	case "mbit", "m":
+		mul = 1e6
+	case "gbit", "g":
+		mul = 1e9
+	case "tbit", "t":
+		mul = 1e12
+	default:
+		return 0, fmt.Errorf("invalid rate %q: unknown unit %q (want bit, kbit, mbit, gbit or tbit; byte units are not accepted)", s, unit)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("invalid rate %q: want a non-negative number with a unit (bit, kbit, mbit, gbit, tbit)", s)
+	}
+	r := v * mul
+	if r > MaxRate {
+		return 0, fmt.Errorf("invalid rate %q: above %s", s, FormatRate(MaxRate))
+	}
+	return uint64(r + 0.5), nil
+}
+
+// FormatRate formats bit/s as tc does when exact: "30mbit", "500kbit",
+// "1234bit".
+func FormatRate(v uint64) string {
+	switch {
+	case v != 0 && v%1_000_000_000 == 0:
+		return fmt.Sprintf("%dgbit", v/1_000_000_000)
+	case v != 0 && v%1_000_000 == 0:
+		return fmt.Sprintf("%dmbit", v/1_000_000)
+	case v != 0 && v%1_000 == 0:
+		return fmt.Sprintf("%dkbit", v/1_000)
+	}
+	return fmt.Sprintf("%dbit", v)
+}
+
+// ParseSize parses a size in bytes as tc writes it: a non-negative integer
+// with an optional unit b, k/kb (1024), m/mb (1024²).
+func ParseSize(s string) (uint32, error) {
+	low := strings.ToLower(strings.TrimSpace(s))
+	mul := uint64(1)
+	for _, u := range []struct {
+		suf string
+		m   uint64
+	}{{"kb", 1024}, {"mb", 1 << 20}, {"k", 1024}, {"m", 1 << 20}, {"b", 1}} {
+		if strings.HasSuffix(low, u.suf) {
+			low, mul = strings.TrimSuffix(low, u.suf), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseUint(low, 10, 32)
+	if err != nil || v*mul > 1<<31 {
+		return 0, fmt.Errorf("invalid size %q: want a non-negative integer of bytes with an optional unit (b, k, m)", s)
+	}
+	return uint32(v * mul), nil
+}
+
+// FormatSize formats bytes as tc does: "32k" when a multiple of 1024.
+func FormatSize(v uint32) string {
+	if v != 0 && v%(1<<20) == 0 {
+		return fmt.Sprintf("%dm", v>>20)
+	}
+	if v != 0 && v%1024 == 0 {
+		return fmt.Sprintf("%dk", v>>10)
+	}
+	return fmt.Sprintf("%db", v)
+}
