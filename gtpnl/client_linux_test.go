@@ -1,0 +1,468 @@
+//go:build linux
+
+package gtpnl
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/mdlayher/genetlink"
+	"github.com/mdlayher/genetlink/genltest"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+const testFamilyID = 0x24
+
+var (
+	stockFamily   = genetlink.Family{ID: testFamilyID, Name: familyName, Groups: []genetlink.MulticastGroup{{Name: "gtp5g", ID: 0x11}}}
+	patchedFamily = genetlink.Family{ID: testFamilyID, Name: familyName, Groups: []genetlink.MulticastGroup{{Name: "gtp5g", ID: 0x11}, {Name: qosGroup, ID: 0x12}}}
+	cmpAddr       = cmpopts.EquateComparable(netip.Addr{})
+)
+
+// testClient returns a client talking to fn through genltest, with f as the
+// gtp5g family.
+func testClient(t *testing.T, f genetlink.Family, fn genltest.Func) *Client {
+	t.Helper()
+	conn := genltest.Dial(genltest.ServeFamily(f, fn))
+	c, err := initClient(conn, func() (*genetlink.Conn, error) { return nil, errors.New("no dial in tests") })
+	if err != nil {
+		t.Fatalf("initClient: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &Client{c: c}
+}
+
+// expect returns a Func checking the request byte for byte (family, command,
+// flags, genl version 0, attribute bytes) before answering with msgs/err.
+func expect(t *testing.T, cmd uint8, flags netlink.HeaderFlags, data []byte, msgs []genetlink.Message, err error) genltest.Func {
+	t.Helper()
+	return genltest.CheckRequest(testFamilyID, cmd, flags, func(greq genetlink.Message, _ netlink.Message) ([]genetlink.Message, error) {
+		if greq.Header.Version != 0 {
+			t.Errorf("request genl version %d, want 0", greq.Header.Version)
+		}
+		if diff := cmp.Diff(data, greq.Data, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("request attributes differ (-want +got):\n%s", diff)
+		}
+		if msgs == nil && err == nil {
+			// An ACK or an empty dump: no messages, no error.
+			return nil, io.EOF
+		}
+		return msgs, err
+	})
+}
+
+func TestDialNotLoaded(t *testing.T) {
+	conn := genltest.Dial(func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+		return nil, genltest.Error(int(unix.ENOENT))
+	})
+	_, err := initClient(conn, nil)
+	if err == nil {
+		t.Fatal("initClient succeeded without a gtp5g family")
+	}
+	if got, want := err.Error(), "gtp5g module not loaded"; got != want {
+		t.Errorf("error %q, want %q", got, want)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("errors.Is(%v, os.ErrNotExist) = false", err)
+	}
+}
+
+// TestDialRealNoModule dials the real kernel: on a machine without gtp5g
+// (this one) Dial must fail with the not-loaded error.
+func TestDialRealNoModule(t *testing.T) {
+	c, err := Dial()
+	if err == nil {
+		_ = c.Close()
+		t.Skip("gtp5g is loaded here; this test checks the module-absent path")
+	}
+	if got, want := err.Error(), "gtp5g module not loaded"; got != want {
+		t.Fatalf("Dial error %q, want %q", got, want)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("errors.Is(%v, os.ErrNotExist) = false", err)
+	}
+}
+
+func TestVersionStock(t *testing.T) {
+	// Request: GTP5G_VERSION_FEATURES as a flag (len 4, type 1, no payload).
+	req := []byte{0x04, 0x00, 0x01, 0x00}
+	ans := reply(cmdGetVersion, []byte{0x0b, 0x00, 0x00, 0x00, '0', '.', '1', '0', '.', '2', 0x00, 0x00})
+	c := testClient(t, stockFamily, expect(t, cmdGetVersion, netlink.Request, req, []genetlink.Message{ans}, nil))
+	v, err := c.Version()
+	if err != nil {
+		t.Fatalf("Version: %v", err)
+	}
+	if v != "0.10.2" {
+		t.Errorf("Version = %q, want 0.10.2", v)
+	}
+	f, err := c.Features()
+	if err != nil {
+		t.Fatalf("Features: %v", err)
+	}
+	if f != 0 || f.String() != "none" {
+		t.Errorf("Features on stock = %v (%#x), want none", f, uint32(f))
+	}
+}
+
+func TestVersionPatched(t *testing.T) {
+	req := []byte{0x04, 0x00, 0x01, 0x00}
+	ans := reply(cmdGetVersion, []byte{
+		0x0b, 0x00, 0x00, 0x00, '0', '.', '1', '0', '.', '2', 0x00, 0x00,
+		0x08, 0x00, 0x01, 0x00, 0x0f, 0x00, 0x00, 0x00,
+	})
+	c := testClient(t, patchedFamily, expect(t, cmdGetVersion, netlink.Request, req, []genetlink.Message{ans}, nil))
+	f, err := c.Features()
+	if err != nil {
+		t.Fatalf("Features: %v", err)
+	}
+	want := FeatureFlowMark | FeatureQoSEvents | FeaturePolicerCtrl | FeatureMarkCtrl
+	if f != want {
+		t.Errorf("Features = %v, want %v", f, want)
+	}
+	if got := f.String(); got != "flow-mark,qos-events,policer-ctrl,mark-ctrl" {
+		t.Errorf("Features.String = %q", got)
+	}
+}
+
+func TestQERsDump(t *testing.T) {
+	msgs := []genetlink.Message{
+		reply(cmdGetQER, kqer{id: 1, seid: 1, mbrUL: 200000, mbrDL: 100000, qfi: 1, pdrIDs: []uint16{1, 2, 7, 8}}.attrs(t)),
+		reply(cmdGetQER, kqer{id: 3, seid: 1, gate: 0x4, gbrDL: 15000, mbrDL: 18000, qfi: 2, corrID: 7, rqi: 1, ppi: 5, pdrIDs: []uint16{3, 4}}.attrs(t)),
+		// 40-bit maximum: high32 = 0xffffffff, low8 = 0xff.
+		reply(cmdGetQER, kqer{id: 9, mbrUL: 1<<40 - 1, qfi: 63, patched: true, flowMark: 0xabcdef}.attrs(t)),
+	}
+	c := testClient(t, stockFamily, expect(t, cmdGetQER, netlink.Request|netlink.Dump, nil, msgs, nil))
+	got, err := c.QERs()
+	if err != nil {
+		t.Fatalf("QERs: %v", err)
+	}
+	want := []QER{
+		{SEID: 1, ID: 1, MBR: Bitrate{Uplink: 200_000_000, Downlink: 100_000_000}, QFI: 1, RelatedPDRs: []uint16{1, 2, 7, 8}},
+		{SEID: 1, ID: 3, Gate: 0x4, MBR: Bitrate{Downlink: 18_000_000}, GBR: Bitrate{Downlink: 15_000_000}, QFI: 2, CorrelationID: 7, RQI: true, PPI: 5, RelatedPDRs: []uint16{3, 4}},
+		{ID: 9, MBR: Bitrate{Uplink: (1<<40 - 1) * 1000}, QFI: 63, FlowMark: 0xabcdef},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("QERs differ (-want +got):\n%s", diff)
+	}
+	if got[1].Gate.UplinkOpen() || !got[1].Gate.DownlinkOpen() {
+		t.Errorf("gate 0x4: uplink open %v, downlink open %v; want closed/open", got[1].Gate.UplinkOpen(), got[1].Gate.DownlinkOpen())
+	}
+}
+
+func TestPDRsDump(t *testing.T) {
+	msgs := []genetlink.Message{
+		// Uplink PDR of flow A, as stock v0.10.2 reports it (no SRC_INTF).
+		reply(cmdGetPDR, kpdr{id: 3, precedence: 128, seid: 1, ohr: u8p(0), farID: 3, qerIDs: []uint32{3}, urrIDs: []uint32{1},
+			teid: 200, gtpuAddr: "10.100.0.1", ueAddr: "10.60.0.1"}.attrs(t)),
+		// Downlink PDR of flow C with SDF and two QERs, patched (SRC_INTF, QFI, mark).
+		reply(cmdGetPDR, kpdr{id: 8, precedence: 128, seid: 1, farID: 8, qerIDs: []uint32{1, 5}, ueAddr: "10.60.0.1", srcIntf: u8p(1),
+			sdf:     &ksdf{action: 1, dir: 2, proto: 0xff, src: "192.168.100.5", dst: "10.60.0.1", smask: "255.255.255.0", dports: []uint32{5203 | 5203<<16}},
+			patched: true, qfi: 1, flowMark: 17}.attrs(t)),
+	}
+	c := testClient(t, stockFamily, expect(t, cmdGetPDR, netlink.Request|netlink.Dump, nil, msgs, nil))
+	got, err := c.PDRs()
+	if err != nil {
+		t.Fatalf("PDRs: %v", err)
+	}
+	core := InterfaceCore
+	want := []PDR{
+		{SEID: 1, ID: 3, Precedence: 128, OuterHeaderRemoval: u8p(0), FARID: 3, QERIDs: []uint32{3}, URRIDs: []uint32{1},
+			PDI: PDI{UEAddr: netip.MustParseAddr("10.60.0.1"), FTEID: &FTEID{TEID: 200, Addr: netip.MustParseAddr("10.100.0.1")}}},
+		{SEID: 1, ID: 8, Precedence: 128, FARID: 8, QERIDs: []uint32{1, 5}, QFI: 1, FlowMark: 17,
+			PDI: PDI{SourceInterface: &core, UEAddr: netip.MustParseAddr("10.60.0.1"),
+				SDF: &SDFFilter{Rule: &FlowDescription{Action: 1, Direction: 2, Protocol: 0xff,
+					Src: netip.MustParseAddr("192.168.100.5"), SrcMask: netip.MustParseAddr("255.255.255.0"),
+					Dst: netip.MustParseAddr("10.60.0.1"), DstPorts: []PortRange{{5203, 5203}}}}}},
+	}
+	if diff := cmp.Diff(want, got, cmpAddr); diff != "" {
+		t.Errorf("PDRs differ (-want +got):\n%s", diff)
+	}
+}
+
+func TestFARsDump(t *testing.T) {
+	msgs := []genetlink.Message{
+		reply(cmdGetFAR, kfar{id: 8, seid: 1, action: 0x02, fwd: true, ohc: true, desc: 0x0100, teid: 100, peer: "10.100.0.2", port: 2152, tosTC: 0x2e, pdrIDs: []uint16{8}}.attrs(t)),
+		reply(cmdGetFAR, kfar{id: 3, seid: 1, action: 0x02, u16Action: true, fwd: true, policy: "n6-policy"}.attrs(t)),
+		reply(cmdGetFAR, kfar{id: 4, action: 0x01}.attrs(t)),
+	}
+	c := testClient(t, stockFamily, expect(t, cmdGetFAR, netlink.Request|netlink.Dump, nil, msgs, nil))
+	got, err := c.FARs()
+	if err != nil {
+		t.Fatalf("FARs: %v", err)
+	}
+	want := []FAR{
+		{SEID: 1, ID: 8, ApplyAction: ActionForw, RelatedPDRs: []uint16{8}, Forwarding: &ForwardingParameters{
+			OuterHeaderCreation:   &OuterHeaderCreation{Description: 0x0100, TEID: 100, Peer: netip.MustParseAddr("10.100.0.2"), Port: 2152},
+			TransportLevelMarking: 0x2e}},
+		{SEID: 1, ID: 3, ApplyAction: ActionForw, Forwarding: &ForwardingParameters{ForwardingPolicy: "n6-policy"}},
+		{ID: 4, ApplyAction: ActionDrop},
+	}
+	if diff := cmp.Diff(want, got, cmpAddr); diff != "" {
+		t.Errorf("FARs differ (-want +got):\n%s", diff)
+	}
+}
+
+func TestDumpEmpty(t *testing.T) {
+	c := testClient(t, stockFamily, expect(t, cmdGetQER, netlink.Request|netlink.Dump, nil, nil, nil))
+	got, err := c.QERs()
+	if err != nil {
+		t.Fatalf("QERs: %v", err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("QERs = %v, want none", got)
+	}
+}
+
+func TestErrnoMapping(t *testing.T) {
+	tests := []struct {
+		name  string
+		errno unix.Errno
+		is    error
+	}{
+		{"ENOENT", unix.ENOENT, os.ErrNotExist},
+		{"ENODEV", unix.ENODEV, os.ErrNotExist},
+		{"EPERM", unix.EPERM, os.ErrPermission},
+		{"ENOBUFS", unix.ENOBUFS, ErrResync},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testClient(t, stockFamily, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+				return nil, genltest.Error(int(tt.errno))
+			})
+			// A doit request: genltest cannot fake an error reply to a
+			// dump (it echoes NLM_F_DUMP's bits, read back as ext-ack flags).
+			_, err := c.Version()
+			if !errors.Is(err, tt.is) {
+				t.Fatalf("errors.Is(%v, %v) = false", err, tt.is)
+			}
+			if !errors.Is(err, tt.errno) {
+				t.Fatalf("errors.Is(%v, %v) = false: errno lost", err, tt.errno)
+			}
+			var oe *OpError
+			if !errors.As(err, &oe) || oe.Op != "get version" {
+				t.Fatalf("error %v is not an OpError naming 'get version'", err)
+			}
+			for _, other := range []error{os.ErrNotExist, os.ErrPermission, ErrResync} {
+				if other != tt.is && errors.Is(err, other) {
+					t.Errorf("errors.Is(%v, %v) = true, want false", err, other)
+				}
+			}
+		})
+	}
+}
+
+func TestMarkModeGet(t *testing.T) {
+	ans := reply(cmdGetQoSMark, []byte{
+		0x05, 0x00, 0x03, 0x00, 0x02, 0x00, 0x00, 0x00, // MARK_MODE u8 2 (flow)
+		0x08, 0x00, 0x04, 0x00, 0xff, 0xff, 0xff, 0x00, // MARK_MASK u32 0x00ffffff
+		0x05, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, // MARK_SHIFT u8 0
+	})
+	c := testClient(t, patchedFamily, expect(t, cmdGetQoSMark, netlink.Request, nil, []genetlink.Message{ans}, nil))
+	l, err := c.MarkLayout()
+	if err != nil {
+		t.Fatalf("MarkLayout: %v", err)
+	}
+	if diff := cmp.Diff(MarkLayout{Mode: MarkFlow, Mask: 0x00ffffff, Shift: 0}, l); diff != "" {
+		t.Errorf("MarkLayout differs (-want +got):\n%s", diff)
+	}
+	if got := l.Value(0x80000011); got != 0x11 {
+		t.Errorf("Value(0x80000011) = %#x, want 0x11 (bit 31 outside the field)", got)
+	}
+}
+
+func TestMarkModeSet(t *testing.T) {
+	for _, m := range []MarkMode{MarkOff, MarkQFI, MarkFlow} {
+		req := []byte{0x05, 0x00, 0x03, 0x00, byte(m), 0x00, 0x00, 0x00}
+		c := testClient(t, patchedFamily, expect(t, cmdSetQoSMark, netlink.Request|netlink.Acknowledge, req, nil, nil))
+		if err := c.SetMarkMode(m); err != nil {
+			t.Fatalf("SetMarkMode(%v): %v", m, err)
+		}
+	}
+	c := testClient(t, patchedFamily, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+		t.Error("invalid mode reached the kernel")
+		return nil, nil
+	})
+	if err := c.SetMarkMode(3); err == nil {
+		t.Error("SetMarkMode(3) succeeded")
+	}
+}
+
+func TestPolicer(t *testing.T) {
+	ans := reply(cmdGetPolicer, []byte{0x05, 0x00, 0x0c, 0x00, 0x01, 0x00, 0x00, 0x00})
+	c := testClient(t, patchedFamily, expect(t, cmdGetPolicer, netlink.Request, nil, []genetlink.Message{ans}, nil))
+	on, err := c.Policer()
+	if err != nil || !on {
+		t.Fatalf("Policer = %v, %v; want true, nil", on, err)
+	}
+	for _, v := range []bool{false, true} {
+		b := byte(0)
+		if v {
+			b = 1
+		}
+		req := []byte{0x05, 0x00, 0x0c, 0x00, b, 0x00, 0x00, 0x00}
+		c := testClient(t, patchedFamily, expect(t, cmdSetPolicer, netlink.Request|netlink.Acknowledge, req, nil, nil))
+		if err := c.SetPolicer(v); err != nil {
+			t.Fatalf("SetPolicer(%v): %v", v, err)
+		}
+	}
+}
+
+// On a stock module the patch's commands are unknown: EOPNOTSUPP.
+func TestPatchCommandsOnStock(t *testing.T) {
+	c := testClient(t, stockFamily, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+		return nil, genltest.Error(int(unix.EOPNOTSUPP))
+	})
+	calls := map[string]func() error{
+		"MarkMode":    func() error { _, err := c.MarkMode(); return err },
+		"SetMarkMode": func() error { return c.SetMarkMode(MarkQFI) },
+		"Policer":     func() error { _, err := c.Policer(); return err },
+		"SetPolicer":  func() error { return c.SetPolicer(true) },
+		"Subscribe":   func() error { _, err := c.Subscribe(context.Background()); return err },
+	}
+	for name, call := range calls {
+		err := call()
+		if !errors.Is(err, ErrNotSupported) || !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s on stock: %v; want ErrNotSupported and os.ErrNotExist", name, err)
+		}
+	}
+}
+
+// testSubscription returns a subscription whose socket is served by fn
+// (genltest cannot join groups, so the join step is skipped).
+func testSubscription(t *testing.T, ctx context.Context, fn genltest.Func) (*Client, *Subscription) {
+	t.Helper()
+	c := testClient(t, patchedFamily, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) { return nil, nil })
+	s, err := c.c.newSubscription(ctx, genltest.Dial(fn))
+	if err != nil {
+		t.Fatalf("newSubscription: %v", err)
+	}
+	return c, s
+}
+
+func TestSubscribeEvents(t *testing.T) {
+	batches := [][]genetlink.Message{
+		{eventMsg(t, 1, 41, attrEventQER, kqer{id: 3, seid: 1, gbrDL: 15000, mbrDL: 18000, qfi: 2, patched: true, flowMark: 5}.attrs(t))},
+		{
+			eventMsg(t, 2, 42, attrEventPDR, kpdr{id: 4, precedence: 128, seid: 1, farID: 4, qerIDs: []uint32{3}, ueAddr: "10.60.0.1", srcIntf: u8p(1), patched: true, qfi: 2, flowMark: 5}.attrs(t)),
+			eventMsg(t, 3, 43, attrEventFAR, kfar{id: 4, seid: 1, action: 2, fwd: true, ohc: true, desc: 0x100, teid: 100, peer: "10.100.0.2", port: 2152}.attrs(t)),
+		},
+	}
+	i := 0
+	_, s := testSubscription(t, context.Background(), func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
+		if i >= len(batches) {
+			return nil, errors.New("no more batches")
+		}
+		i++
+		return batches[i-1], nil
+	})
+	var got []Event
+	for range batches {
+		evs, err := s.Receive()
+		if err != nil {
+			t.Fatalf("Receive: %v", err)
+		}
+		got = append(got, evs...)
+	}
+	core := InterfaceCore
+	want := []Event{
+		{Op: EventAdd, Seq: 41, Link: 7, Ifname: "upfgtp", QER: &QER{SEID: 1, ID: 3, GBR: Bitrate{Downlink: 15e6}, MBR: Bitrate{Downlink: 18e6}, QFI: 2, FlowMark: 5}},
+		{Op: EventUpdate, Seq: 42, Link: 7, Ifname: "upfgtp", PDR: &PDR{SEID: 1, ID: 4, Precedence: 128, FARID: 4, QERIDs: []uint32{3}, QFI: 2, FlowMark: 5,
+			PDI: PDI{SourceInterface: &core, UEAddr: netip.MustParseAddr("10.60.0.1")}}},
+		{Op: EventDelete, Seq: 43, Link: 7, Ifname: "upfgtp", FAR: &FAR{SEID: 1, ID: 4, ApplyAction: ActionForw, Forwarding: &ForwardingParameters{
+			OuterHeaderCreation: &OuterHeaderCreation{Description: 0x100, TEID: 100, Peer: netip.MustParseAddr("10.100.0.2"), Port: 2152}}}},
+	}
+	if diff := cmp.Diff(want, got, cmpAddr); diff != "" {
+		t.Errorf("events differ (-want +got):\n%s", diff)
+	}
+}
+
+func TestSubscribeENOBUFS(t *testing.T) {
+	_, s := testSubscription(t, context.Background(), func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+		return nil, os.NewSyscallError("recvmsg", unix.ENOBUFS)
+	})
+	_, err := s.Receive()
+	if !errors.Is(err, ErrResync) {
+		t.Fatalf("Receive after overrun: %v; want ErrResync", err)
+	}
+}
+
+func TestSubscribeSequenceGap(t *testing.T) {
+	seqs := []uint32{0xffffffff, 0, 2} // wraps fine, then skips 1
+	i := 0
+	_, s := testSubscription(t, context.Background(), func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+		m := eventMsg(t, 1, seqs[i], attrEventQER, kqer{id: uint32(i + 1)}.attrs(t))
+		i++
+		return []genetlink.Message{m}, nil
+	})
+	for k := 0; k < 2; k++ {
+		if _, err := s.Receive(); err != nil {
+			t.Fatalf("Receive %d: %v", k, err)
+		}
+	}
+	if _, err := s.Receive(); !errors.Is(err, ErrResync) {
+		t.Fatalf("Receive after a sequence gap: %v; want ErrResync", err)
+	}
+}
+
+// TestCloseUnblocksReceive uses a real generic netlink socket joined to
+// nlctrl's "notify" group (no root needed, and quiet): Receive blocks until
+// the client, the subscription's context or the subscription is closed.
+func TestCloseUnblocksReceive(t *testing.T) {
+	ctrl, err := genetlink.Dial(nil)
+	if err != nil {
+		t.Skipf("no generic netlink here: %v", err)
+	}
+	nlctrl, err := ctrl.GetFamily("nlctrl")
+	_ = ctrl.Close()
+	if err != nil || len(nlctrl.Groups) == 0 {
+		t.Skipf("cannot resolve nlctrl's notify group: %v", err)
+	}
+	fam := genetlink.Family{ID: nlctrl.ID, Name: familyName, Groups: []genetlink.MulticastGroup{{Name: qosGroup, ID: nlctrl.Groups[0].ID}}}
+
+	closers := map[string]func(c *Client, s *Subscription, cancel context.CancelFunc){
+		"client":       func(c *Client, _ *Subscription, _ context.CancelFunc) { _ = c.Close() },
+		"subscription": func(_ *Client, s *Subscription, _ context.CancelFunc) { _ = s.Close() },
+		"context":      func(_ *Client, _ *Subscription, cancel context.CancelFunc) { cancel() },
+	}
+	for name, closeFn := range closers {
+		t.Run(name, func(t *testing.T) {
+			conn, err := dialConn()
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			c := &Client{c: &client{c: conn, family: fam, dial: dialConn, subs: map[*subscription]struct{}{}}}
+			defer c.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, err := c.Subscribe(ctx)
+			if err != nil {
+				t.Fatalf("Subscribe: %v", err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := s.Receive(); done <- err }()
+			select {
+			case err := <-done:
+				t.Fatalf("Receive returned before close: %v", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			closeFn(c, s, cancel)
+			select {
+			case err := <-done:
+				if !errors.Is(err, net.ErrClosed) {
+					t.Errorf("Receive after close: %v; want net.ErrClosed", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Receive still blocked 5s after close")
+			}
+		})
+	}
+}

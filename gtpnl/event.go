@@ -1,0 +1,63 @@
+package gtpnl
+
+import "fmt"
+
+// EventOp says what happened to a rule.
+type EventOp uint8
+
+// Event operations (gtp5g-patch/ABI.md).
+const (
+	// EventAdd: a new rule was created.
+	EventAdd EventOp = 1
+	// EventUpdate: an existing rule was replaced (NLM_F_REPLACE); the event
+	// carries the state after the update.
+	EventUpdate EventOp = 2
+	// EventDelete: a rule was deleted; the event carries its last state.
+	EventDelete EventOp = 3
+)
+
+// String returns "add", "update" or "delete".
+func (o EventOp) String() string {
+	switch o {
+	case EventAdd:
+		return "add"
+	case EventUpdate:
+		return "update"
+	case EventDelete:
+		return "delete"
+	default:
+		return fmt.Sprintf("op(%d)", uint8(o))
+	}
+}
+
+// Event is one QoS rule change multicast by a patched gtp5g. Exactly one of
+// QER, PDR and FAR is set.
+type Event struct {
+	// Op is what happened.
+	Op EventOp
+	// Seq is gtp5g's module-wide event counter (wraps at 2^32).
+	Seq uint32
+	// Link is the ifindex of the gtp5g device holding the rule.
+	Link uint32
+	// Ifname is that device's name.
+	Ifname string
+	// QER, PDR, FAR: the rule's state (after the change; last state for a
+	// delete).
+	QER *QER
+	PDR *PDR
+	FAR *FAR
+}
+
+// String formats the event for logs.
+func (e Event) String() string {
+	var obj string
+	switch {
+	case e.QER != nil:
+		obj = e.QER.String()
+	case e.PDR != nil:
+		obj = e.PDR.String()
+	case e.FAR != nil:
+		obj = e.FAR.String()
+	}
+	return fmt.Sprintf("%s %s dev=%s seq=%d", e.Op, obj, e.Ifname, e.Seq)
+}

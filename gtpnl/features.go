@@ -1,0 +1,51 @@
+package gtpnl
+
+import "strings"
+
+// Features is the bitmap of what the gtpqos gtp5g-patch series adds to the
+// loaded module (GET_VERSION's GTP5G_VERSION_FEATURES). A stock gtp5g
+// reports none.
+type Features uint32
+
+// Feature bits (gtp5g-patch/ABI.md).
+const (
+	// FeatureFlowMark: the datapath sets skb->mark per the mark mode, and
+	// QER/PDR dumps carry the flow mark.
+	FeatureFlowMark Features = 1 << 0
+	// FeatureQoSEvents: the multicast group "gtp5g_qos" carries QER/PDR/FAR
+	// change events.
+	FeatureQoSEvents Features = 1 << 1
+	// FeaturePolicerCtrl: GET/SET_POLICER commands.
+	FeaturePolicerCtrl Features = 1 << 2
+	// FeatureMarkCtrl: GET/SET_QOS_MARK commands and /proc/gtp5g/qos_mark.
+	FeatureMarkCtrl Features = 1 << 3
+)
+
+// Has reports whether every bit of want is set.
+func (f Features) Has(want Features) bool { return f&want == want }
+
+// String lists the features by name, comma-separated ("none" when empty).
+func (f Features) String() string {
+	var names []string
+	for _, x := range []struct {
+		bit  Features
+		name string
+	}{
+		{FeatureFlowMark, "flow-mark"},
+		{FeatureQoSEvents, "qos-events"},
+		{FeaturePolicerCtrl, "policer-ctrl"},
+		{FeatureMarkCtrl, "mark-ctrl"},
+	} {
+		if f&x.bit != 0 {
+			names = append(names, x.name)
+			f &^= x.bit
+		}
+	}
+	if f != 0 {
+		names = append(names, "unknown")
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
