@@ -58,6 +58,12 @@ func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) 
 	defer unlock()
 
 	if deb := os.Getenv("GTPQOS_VM_KERNEL_DEB"); deb != "" {
+		name, _, _ := strings.Cut(filepath.Base(deb), "_")
+		if m := kernelPkgRE.FindStringSubmatch(name); m != nil {
+			if k := cachedKernel(cacheDir, m[1]); k != nil {
+				return k, nil
+			}
+		}
 		return unpackDeb(ctx, cacheDir, deb)
 	}
 	if want != "" {
@@ -65,11 +71,42 @@ func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) 
 			return k, nil
 		}
 	}
-	cands, err := aptKernelCandidates(ctx, want)
 	var errs []error
-	if err != nil {
-		errs = append(errs, err)
+	for attempt := 0; attempt < 2; attempt++ {
+		if attempt == 1 {
+			// Offline, or the lists are stale: a cached kernel will do;
+			// else refresh the package lists once and retry.
+			if want == "" {
+				if k := newestCachedKernel(cacheDir); k != nil {
+					return k, nil
+				}
+			}
+			if out, err := exec.CommandContext(ctx, "apt-get", "update", "-qq").CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("apt-get update: %w: %s", err, lastLine(string(out))))
+				break
+			}
+		}
+		k, err := fromApt(ctx, cacheDir, want)
+		if k != nil {
+			return k, nil
+		}
+		errs = append(errs, err...)
 	}
+	what := "linux-image-6.1.0-*-amd64"
+	if want != "" {
+		what = "linux-image-" + want
+	}
+	return nil, fmt.Errorf("get Debian kernel %s: %w", what, errors.Join(errs...))
+}
+
+// fromApt returns the newest cached-or-downloadable candidate, or the
+// errors met.
+func fromApt(ctx context.Context, cacheDir, want string) (*Kernel, []error) {
+	cands, err := aptKernelCandidates(ctx, want)
+	if err != nil {
+		return nil, []error{err}
+	}
+	var errs []error
 	for _, c := range cands {
 		if k := cachedKernel(cacheDir, c.release); k != nil {
 			return k, nil
@@ -89,20 +126,10 @@ func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) 
 			return k, nil
 		}
 	}
-	// Offline or apt knows nothing: the newest cached kernel will do.
-	if want == "" {
-		if k := newestCachedKernel(cacheDir); k != nil {
-			return k, nil
-		}
+	if len(cands) == 0 {
+		errs = append(errs, errors.New("apt-cache lists no matching linux-image-6.1.0-*-amd64"))
 	}
-	if len(errs) == 0 {
-		errs = append(errs, errors.New("apt-cache lists no linux-image-6.1.0-*-amd64 (run apt-get update)"))
-	}
-	what := "linux-image-6.1.0-*-amd64"
-	if want != "" {
-		what = "linux-image-" + want
-	}
-	return nil, fmt.Errorf("get Debian kernel %s: %w", what, errors.Join(errs...))
+	return nil, errs
 }
 
 type kernelCand struct {

@@ -123,7 +123,8 @@ type TestBinary struct {
 }
 
 // BuildTestBinary compiles the tests of pkg (relative to the repo root,
-// e.g. "./shaper/") with 'go test -c' into a temporary directory.
+// e.g. "./shaper/") with 'go test -c' into a temporary directory. It skips
+// the test if pkg has no test files.
 func BuildTestBinary(tb testing.TB, pkg string) *TestBinary {
 	tb.Helper()
 	root := RepoRoot(tb)
@@ -135,7 +136,7 @@ func BuildTestBinary(tb testing.TB, pkg string) *TestBinary {
 		tb.Fatalf("go test -c %s: %v\n%s", pkg, err, b)
 	}
 	if _, err := os.Stat(out); err != nil {
-		tb.Fatalf("go test -c %s: no binary (package has no tests?): %v", pkg, err)
+		tb.Skipf("%s has no test files yet ('go test -c' wrote no binary)", pkg)
 	}
 	tb.Logf("built %s test binary in %s", pkg, time.Since(start).Round(100*time.Millisecond))
 	return &TestBinary{HostPath: out, PkgDir: filepath.Join(root, filepath.Clean(pkg))}

@@ -1,0 +1,37 @@
+package vm
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// TestVMShaperIntegration runs the shaper's netns integration tests on the
+// Debian kernel, where cls_fw and fq_codel exist, so the shaper picks the
+// fw classifier and fq_codel leaves.
+func TestVMShaperIntegration(t *testing.T) {
+	RunGoTests(t, "./shaper/", "TestIntegration", nil, 5*time.Minute)
+}
+
+// labRateScale is the lab's rate scale in the VM: TCG pushes only
+// ~75 Mbit/s through veth in total, so the seed's rates are halved unless
+// GTPQOS_LAB_RATE_SCALE is set on the host.
+func labRateScale() string {
+	if s := os.Getenv("GTPQOS_LAB_RATE_SCALE"); s != "" {
+		return s
+	}
+	return "0.5"
+}
+
+// TestVMLabStaticVsAware runs the lab's static-vs-aware check of the seed
+// experiment on the Debian kernel, with rates scaled by labRateScale.
+// GTPQOS_VM_LAB_RUN overrides the lab tests run (a -test.run regexp).
+func TestVMLabStaticVsAware(t *testing.T) {
+	run := "TestLabSeedStaticVsAware"
+	if r := os.Getenv("GTPQOS_VM_LAB_RUN"); r != "" {
+		run = r
+	}
+	scale := labRateScale()
+	t.Logf("lab rates scaled by %s in the VM", scale)
+	RunGoTests(t, "./tests/lab/", run, map[string]string{"GTPQOS_LAB_RATE_SCALE": scale}, 6*time.Minute)
+}
