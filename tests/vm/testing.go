@@ -170,3 +170,43 @@ func (b *TestBinary) Script(name string, flags ...string) string {
 	}
 	return fmt.Sprintf("cd %s && %s/%s %s", shQuote(b.PkgDir), GuestWorkDir, name, strings.Join(q, " "))
 }
+
+// KOEnv names the variable holding the path of a gtp5g.ko built from
+// v0.10.2 plus gtp5g-patch/ against Debian's linux-headers-6.1.0-N-amd64.
+const KOEnv = "GTP5G_KO"
+
+// RequireKO returns $GTP5G_KO after Require, or skips the test with a
+// one-line reason when it is unset or not a readable kernel module built
+// for a Debian 6.1 kernel.
+func RequireKO(tb testing.TB) string {
+	tb.Helper()
+	Require(tb)
+	ko := os.Getenv(KOEnv)
+	if ko == "" {
+		tb.Skipf("real gtp5g datapath: set %s=/path/to/gtp5g.ko (v0.10.2 + gtp5g-patch, built for Debian's 6.1 kernel)", KOEnv)
+	}
+	rel, _, err := koRelease(ko)
+	if err != nil {
+		tb.Skipf("%s: %v", KOEnv, err)
+	}
+	if !kernelPkgRE.MatchString("linux-image-" + rel) {
+		tb.Skipf("%s=%s is built for kernel %s, not a Debian 12 6.1.0-N-amd64 kernel", KOEnv, ko, rel)
+	}
+	return ko
+}
+
+// BuildBinary compiles a main package (a path relative to the repo root,
+// such as "./cmd/gtpqos", or an import path in the module's build list)
+// with 'go build' and returns the host path; hand it to the guest with
+// Config.Files.
+func BuildBinary(tb testing.TB, pkg string) string {
+	tb.Helper()
+	root := RepoRoot(tb)
+	out := filepath.Join(tb.TempDir(), filepath.Base(strings.TrimRight(pkg, "/")))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}

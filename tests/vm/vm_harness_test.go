@@ -87,3 +87,36 @@ func qemuUsing(dir string) []string {
 	}
 	return pids
 }
+
+// TestVMLoadsKO checks the Config.KO path (as used with GTP5G_KO) with a
+// distro module standing in for gtp5g.ko: wireguard.ko, whose
+// dependencies (crypto libraries) are not preloaded. The module's
+// vermagic selects the kernel, its deps are loaded, and a device of its
+// type can be created.
+func TestVMLoadsKO(t *testing.T) {
+	Require(t)
+	k, err := PrepareKernel(context.Background(), CacheDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ko := filepath.Join(t.TempDir(), "wireguard.ko")
+	if err := copyFile(filepath.Join(k.ModDir(), "kernel/drivers/net/wireguard/wireguard.ko"), ko); err != nil {
+		t.Fatal(err)
+	}
+	res := Run(t, Config{
+		KO:      ko,
+		Script:  "grep -E '^(wireguard|libchacha20poly1305) ' /proc/modules | cut -d' ' -f1 | sort\nip link add wgt0 type wireguard && echo link=ok\n",
+		Timeout: 3 * time.Minute,
+	})
+	if res.Kernel != k.Release {
+		t.Errorf("booted %s, want %s (the module's vermagic)", res.Kernel, k.Release)
+	}
+	for _, want := range []string{"libchacha20poly1305", "wireguard", "link=ok"} {
+		if !strings.Contains(res.Output, want+"\n") {
+			t.Errorf("guest output lacks %q:\n%s", want, res.Output)
+		}
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("scenario exited %d", res.ExitCode)
+	}
+}
