@@ -60,7 +60,7 @@ func (l *Lab) runTCP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		}
 	}
 	out := make([]FlowTraffic, n)
-	start := time.Now().Add(50 * time.Millisecond)
+	start := spec.Start
 	end := start.Add(spec.Duration)
 	rctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()

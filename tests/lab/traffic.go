@@ -53,6 +53,9 @@ type TrafficSpec struct {
 	Offered float64
 	// Generator is TrafficBuiltin (default) or TrafficIperf3.
 	Generator string
+	// Start is when sending starts and second 0 begins (zero: 50 ms from
+	// now). Built-in traffic only; iperf3 starts at once.
+	Start time.Time
 }
 
 // Interval is one second of one flow at the receiver.
@@ -91,6 +94,9 @@ func (l *Lab) Run(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, error) 
 	}
 	if spec.Payload < 16 || spec.Payload > innerMTU-28 {
 		return nil, fmt.Errorf("payload %d bytes: want 16..%d", spec.Payload, innerMTU-28)
+	}
+	if spec.Start.IsZero() || time.Until(spec.Start) < 20*time.Millisecond {
+		spec.Start = time.Now().Add(50 * time.Millisecond)
 	}
 	if spec.Offered == 0 && !spec.TCP {
 		spec.Offered = DefaultOffered * l.scale

@@ -39,7 +39,7 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		}
 	}
 	out := make([]FlowTraffic, n)
-	start := time.Now().Add(50 * time.Millisecond)
+	start := spec.Start
 	end := start.Add(spec.Duration)
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"gopkg.in/yaml.v3"
+
+	"github.com/free5gc/gtpqos/internal/ab"
+	"github.com/free5gc/gtpqos/internal/gtpubpf"
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/tests/lab"
+)
+
+func init() {
+	register(command{
+		name:    "ab",
+		summary: "A/B experiment: apply arms (flows files) in turn, measure per-flow rates, compare (--lab: in network namespaces)",
+		run:     runAB,
+	})
+}
+
+// Demo arms: the seed experiment's two configurations.
+var demoArms = []string{"static=examples/seed-static.yaml", "aware=examples/seed-aware.yaml"}
+
+const abUsage = `usage: gtpqos ab [flags] [NAME=]FLOWS.yaml[,policer=on|off] ...
+
+Runs each arm in turn (A B A B ...), --runs times: applies the arm's HTB tree,
+warms up, samples per-class counters over --window and (with --lab) the
+receivers' goodput; prints mean ± 95% CI per flow, GBR/MBR compliance and the
+aggregate against the payload ceiling, and writes results.json, results.csv,
+timeseries.csv and SVG figures to --out.
+
+  sudo gtpqos ab --lab --demo                     # the seed's static vs aware, ~2 minutes
+  sudo gtpqos ab --lab --demo --duration 60 --window 10-50 --runs 5   # the seed's protocol
+  sudo gtpqos ab --lab --demo --tcp               # the same contracts with TCP
+  sudo gtpqos ab --dev eth1 static=s.yaml aware=a.yaml   # a real UPF: counters only
+
+flags:`
+
+type abFlags struct {
+	lab, demo, tcp, noMarks, keep bool
+	runs                          int
+	duration, window, traffic     string
+	out, dev, classifier, leaf    string
+	labPDRs                       string
+	tolerance                     float64
+	payload                       int
+	pause                         time.Duration
+}
+
+func runAB(ctx context.Context, args []string, stdout io.Writer) error {
+	var f abFlags
+	fs := flag.NewFlagSet("ab", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&f.lab, "lab", false, "run in a network-namespace lab (user-space UPF and gNB, built-in traffic)")
+	fs.BoolVar(&f.demo, "demo", false, "the seed's arms (examples/seed-static.yaml, seed-aware.yaml), 2 runs of 20 s, window 5-15")
+	fs.BoolVar(&f.tcp, "tcp", false, "TCP instead of UDP (lab; same contracts)")
+	fs.BoolVar(&f.noMarks, "no-marks", false, "lab: send every flow with mark 0 (stock gtp5g) and classify by (TEID, QFI) with the gtpu BPF classifier")
+	fs.IntVar(&f.runs, "runs", 0, "runs per arm (default 2 with --demo, else 3)")
+	fs.StringVar(&f.duration, "duration", "", "length of one run, seconds or a Go duration (default 20s with --demo, else 60s)")
+	fs.StringVar(&f.window, "window", "", "analysis window FROM-TO in seconds from the start (default 5-15 with --demo, else 10-50)")
+	fs.StringVar(&f.traffic, "traffic", lab.TrafficBuiltin, "lab traffic generator: builtin or iperf3")
+	fs.StringVar(&f.out, "out", "out", "output directory")
+	fs.StringVar(&f.dev, "dev", "", "device to shape and measure (without --lab)")
+	fs.StringVar(&f.classifier, "classifier", "", "classifier kind override: auto, fw, bpf")
+	fs.StringVar(&f.leaf, "leaf", "", "leaf qdisc override: auto, fq_codel, fifo")
+	fs.StringVar(&f.labPDRs, "lab-pdrs", "", "lab: YAML list of PDRs (name, seid, qer, ue, dn, ue_port, teid, qfi, mark) instead of the seed's three")
+	fs.Float64Var(&f.tolerance, "tolerance", 0.05, "GBR/MBR compliance tolerance (0.05 = 5%)")
+	fs.IntVar(&f.payload, "payload", lab.DefaultPayload, "UDP payload bytes (lab traffic, and the payload ceiling; 0 = derive from the frame)")
+	fs.DurationVar(&f.pause, "pause", time.Second, "pause between runs")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, abUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil
+		}
+		return usagef("%v", err)
+	}
+	opts, err := f.options(fs.Args())
+	if err != nil {
+		return err
+	}
+	log := logrus.StandardLogger()
+	opts.Progress = func(format string, a ...any) { log.Infof(format, a...) }
+
+	var target ab.Target
+	var shOpts []shaper.Option
+	if f.classifier != "" {
+		k, err := shaper.ParseClassifierKind(f.classifier)
+		if err != nil {
+			return usagef("--classifier: %v", err)
+		}
+		shOpts = append(shOpts, shaper.WithClassifierKind(k))
+	}
+	if f.leaf != "" {
+		k, err := shaper.ParseLeafKind(f.leaf)
+		if err != nil {
+			return usagef("--leaf: %v", err)
+		}
+		shOpts = append(shOpts, shaper.WithLeaf(k))
+	}
+	// Cleanup must run even after ctx is cancelled (Ctrl-C).
+	cleanupCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	}
+	if f.lab {
+		cfg := lab.Config{NoMarks: f.noMarks}
+		if f.labPDRs != "" {
+			if cfg.PDRs, err = loadPDRs(f.labPDRs); err != nil {
+				return err
+			}
+		}
+		l, err := lab.New(cfg)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := l.Close(); err != nil {
+				log.WithError(err).Error("lab clean-up")
+			}
+		}()
+		log.Infof("lab up: netns %s, N3 dev %s, rate scale %g", strings.Join(l.Namespaces(), " "), lab.N3Dev, l.Scale())
+		if f.noMarks {
+			fillTEIDs(opts.Arms, l.PDRs())
+			cls := gtpubpf.New(gtpubpf.Options{N3: lab.N3Dev})
+			defer cls.Close(l.UPFNetlink())
+			shOpts = append(shOpts, shaper.WithClassifier(cls.Downlink()))
+		}
+		payload := f.payload
+		if f.tcp {
+			payload = 0
+		}
+		target = ab.NewLabTarget(l, f.tcp, payload, f.traffic, shOpts...)
+	} else {
+		if f.dev == "" {
+			return usagef("give --lab, or --dev IFACE to run on a real UPF's device")
+		}
+		dt, err := ab.NewDeviceTarget(ctx, f.dev, shOpts...)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if dt.Note != "" {
+				log.WithField("dev", f.dev).Warn(dt.Note)
+			}
+		}()
+		target = dt
+	}
+	defer func() {
+		c, cancel := cleanupCtx()
+		defer cancel()
+		if err := target.Close(c); err != nil {
+			log.WithError(err).Error("remove the experiment's tree")
+		}
+	}()
+	log.Infof("ab on %s: %d arm(s) × %d run(s) of %v, window %v-%v", target.Describe(), len(opts.Arms), opts.Runs, opts.Duration, opts.WindowStart, opts.WindowEnd)
+	res, err := ab.Run(ctx, target, opts)
+	if err != nil {
+		return err
+	}
+	if err := ab.WriteTable(stdout, res); err != nil {
+		return err
+	}
+	checks := ab.SeedAcceptance(res)
+	failed := 0
+	if len(checks) > 0 {
+		fmt.Fprintln(stdout, "\nacceptance (issue 3):")
+		for _, c := range checks {
+			mark := "ok  "
+			if !c.OK {
+				mark = "FAIL"
+				failed++
+			}
+			fmt.Fprintf(stdout, "  %s %s: %s\n", mark, c.Name, c.Detail)
+		}
+	}
+	paths, err := ab.WriteFiles(f.out, res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join(paths, ", "))
+	if failed > 0 && !f.tcp {
+		return fmt.Errorf("ab: %d acceptance check(s) failed (see above; results in %s)", failed, f.out)
+	}
+	return nil
+}
+
+// options turns flags and arm arguments into the runner's options.
+func (f *abFlags) options(args []string) (ab.Options, error) {
+	o := ab.Options{Runs: 3, Tolerance: f.tolerance, Payload: f.payload, TCP: f.tcp, Pause: f.pause}
+	dur, win := "60s", "10-50"
+	if f.demo {
+		o.Runs, dur, win = 2, "20s", "5-15"
+		if len(args) == 0 {
+			args = demoArms
+		}
+	}
+	if f.runs != 0 {
+		o.Runs = f.runs
+	}
+	if f.duration != "" {
+		dur = f.duration
+	}
+	if f.window != "" {
+		win = f.window
+	}
+	var err error
+	if o.Duration, err = parseSeconds(dur); err != nil {
+		return o, usagef("--duration %q: %v", dur, err)
+	}
+	from, to, ok := strings.Cut(win, "-")
+	a, err1 := strconv.Atoi(from)
+	b, err2 := strconv.Atoi(to)
+	if !ok || err1 != nil || err2 != nil {
+		return o, usagef("--window %q: want FROM-TO in whole seconds, e.g. 10-50", win)
+	}
+	o.WindowStart, o.WindowEnd = time.Duration(a)*time.Second, time.Duration(b)*time.Second
+	if f.tcp {
+		o.Payload = 0
+	}
+	if f.lab {
+		o.Generator = f.traffic
+	} else if f.tcp || f.traffic != lab.TrafficBuiltin || f.noMarks || f.labPDRs != "" {
+		return o, usagef("--tcp, --traffic, --no-marks and --lab-pdrs need --lab (on a device, the operator drives traffic)")
+	}
+	if len(args) == 0 {
+		return o, usagef("no arms: give flows files (NAME=FILE ...) or --demo")
+	}
+	for _, s := range args {
+		arm, err := parseArm(s)
+		if err != nil {
+			return o, err
+		}
+		o.Arms = append(o.Arms, arm)
+	}
+	if err := o.Validate(); err != nil {
+		return o, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// parseArm parses [NAME=]FILE[,policer=on|off] and loads the flows file.
+// The name defaults to the file's base name without extension.
+func parseArm(s string) (ab.Arm, error) {
+	var arm ab.Arm
+	spec, opt, _ := strings.Cut(s, ",")
+	name, path, named := strings.Cut(spec, "=")
+	if !named {
+		path, name = spec, ""
+	}
+	if opt != "" {
+		k, v, _ := strings.Cut(opt, "=")
+		if k != "policer" || (v != "on" && v != "off") {
+			return arm, usagef("arm %q: option %q: want policer=on or policer=off", s, opt)
+		}
+		arm.Policer = v
+	}
+	ff, err := shaper.LoadFlowsFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return arm, fmt.Errorf("arm %q: %w (run from the repository root, or give the files' paths)", s, err)
+		}
+		return arm, fmt.Errorf("arm %q: %w", s, err)
+	}
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	arm.Name, arm.Source, arm.Flows, arm.Policy = name, path, ff.Flows, ff.Policy
+	return arm, nil
+}
+
+// parseSeconds accepts "60" (seconds) or a Go duration ("60s", "1m").
+func parseSeconds(s string) (time.Duration, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return time.Duration(n) * time.Second, nil
+	}
+	return time.ParseDuration(s)
+}
+
+// loadPDRs reads a YAML list of lab PDRs.
+func loadPDRs(path string) ([]lab.PDR, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("lab pdrs: %w", err)
+	}
+	var doc struct {
+		PDRs []struct {
+			Name    string  `yaml:"name"`
+			SEID    uint64  `yaml:"seid"`
+			QER     uint32  `yaml:"qer"`
+			UE      string  `yaml:"ue"`
+			DN      string  `yaml:"dn"`
+			UEPort  uint16  `yaml:"ue_port"`
+			TEID    uint32  `yaml:"teid"`
+			QFI     uint8   `yaml:"qfi"`
+			Mark    uint32  `yaml:"mark"`
+			Offered float64 `yaml:"offered"`
+		} `yaml:"pdrs"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("lab pdrs %s: %w", path, err)
+	}
+	var out []lab.PDR
+	for i, p := range doc.PDRs {
+		pdr := lab.PDR{Name: p.Name, SEID: p.SEID, QERID: p.QER, UEPort: p.UEPort, TEID: p.TEID, QFI: p.QFI, Mark: p.Mark, Offered: p.Offered}
+		var err error
+		if pdr.UE, err = netip.ParseAddr(p.UE); err != nil {
+			return nil, fmt.Errorf("lab pdrs %s: pdr %d (%s): ue: %w", path, i, p.Name, err)
+		}
+		if pdr.DN, err = netip.ParseAddrPort(p.DN); err != nil {
+			return nil, fmt.Errorf("lab pdrs %s: pdr %d (%s): dn: %w", path, i, p.Name, err)
+		}
+		out = append(out, pdr)
+	}
+	if err := lab.ValidatePDRs(out); err != nil {
+		return nil, fmt.Errorf("lab pdrs %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// fillTEIDs gives flows without a TEID their lab PDR's TEID (for the
+// (TEID, QFI) classifier).
+func fillTEIDs(arms []ab.Arm, pdrs []lab.PDR) {
+	teid := map[string]uint32{}
+	for _, p := range pdrs {
+		teid[p.Name] = p.TEID
+	}
+	for i := range arms {
+		for j := range arms[i].Flows {
+			if f := &arms[i].Flows[j]; f.TEID == 0 {
+				f.TEID = teid[f.Name]
+			}
+		}
+	}
+}

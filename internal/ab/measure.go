@@ -1,0 +1,104 @@
+package ab
+
+import (
+	"time"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// GTPUOverhead is what N3 adds around an inner IPv4/UDP payload: inner
+// UDP 8 + IPv4 20, GTP-U 16 (with the PDU Session Container), outer UDP 8,
+// IPv4 20 and Ethernet 14.
+const GTPUOverhead = 28 + 16 + 8 + 20 + 14
+
+// payloadOf returns the payload bytes of a frame: the configured payload,
+// else the frame minus GTPUOverhead (and TCP's larger header for TCP).
+func payloadOf(o *Options, frame float64) float64 {
+	if o.Payload > 0 {
+		return float64(o.Payload)
+	}
+	over := float64(GTPUOverhead)
+	if o.TCP {
+		over += 24 // TCP header 20 + timestamps 12 instead of UDP's 8
+	}
+	if frame > over {
+		return frame - over
+	}
+	return 0
+}
+
+// measure fills run from two counter snapshots dt apart and the receivers'
+// series.
+func measure(run *RunResult, o *Options, arm Arm, tree *shaper.Tree, scale float64,
+	s1, s2 map[uint32]shaper.ClassStats, dt time.Duration, traffic map[string]FlowTraffic) {
+	w0, w1 := int(o.WindowStart/time.Second), int(o.WindowEnd/time.Second)
+	linkMbps := float64(tree.LinkRate) / 1e6
+	var totBytes, totPkts uint64
+	for _, f := range arm.Flows {
+		fr := FlowRun{Name: flowName(f), GBR: float64(f.GBR) * scale / 1e6, MBR: float64(f.MBR) * scale / 1e6, Lost: -1}
+		if c, ok := tree.FlowClass(f.ID); ok {
+			id := tree.ClassID(c.Minor)
+			fr.Class = tree.Handle(c.Minor)
+			a, b := s1[id], s2[id]
+			db, dp := b.Bytes-a.Bytes, b.Packets-a.Packets
+			if b.Bytes < a.Bytes || b.Packets < a.Packets {
+				db, dp = 0, 0 // class re-created between samples
+			}
+			totBytes += db
+			totPkts += dp
+			if dt > 0 {
+				fr.Outer = float64(db) * 8 / dt.Seconds() / 1e6
+			}
+			if dp > 0 {
+				fr.Frame = float64(db) / float64(dp)
+			}
+			if b.Drops >= a.Drops {
+				fr.Drops = uint64(b.Drops - a.Drops)
+			}
+		}
+		if tf, ok := traffic[fr.Name]; ok {
+			fr.Series = tf.Mbps
+			fr.Retransmits = tf.Retransmits
+			var sum float64
+			var lost int64
+			n := 0
+			for s := w0; s < w1 && s < len(tf.Mbps); s++ {
+				sum += tf.Mbps[s]
+				n++
+				if s < len(tf.Lost) && tf.Lost[s] >= 0 && lost >= 0 {
+					lost += tf.Lost[s]
+				} else {
+					lost = -1
+				}
+			}
+			if n > 0 {
+				fr.Goodput = sum / float64(n)
+			}
+			fr.Lost = lost
+		} else if fr.Frame > 0 {
+			fr.Goodput = fr.Outer * payloadOf(o, fr.Frame) / fr.Frame
+		}
+		fr.GBRPass = fr.GBR == 0 || fr.Goodput >= (1-o.Tolerance)*fr.GBR
+		fr.MBRPass = !hasMBR(fr.MBR, linkMbps) || fr.Goodput <= (1+o.Tolerance)*fr.MBR
+		run.Aggregate += fr.Goodput
+		run.Flows = append(run.Flows, fr)
+	}
+	if totPkts > 0 {
+		run.Frame = float64(totBytes) / float64(totPkts)
+	}
+	def := tree.ClassID(tree.DefaultMinor)
+	if s2[def].Packets >= s1[def].Packets {
+		run.Unclassified = s2[def].Packets - s1[def].Packets
+	}
+}
+
+// hasMBR says whether an MBR is a real cap (set, and below the link).
+func hasMBR(mbr, link float64) bool { return mbr > 0 && mbr < link*0.9999 }
+
+// flowName returns a flow's label, or its identity.
+func flowName(f shaper.Flow) string {
+	if f.Name != "" {
+		return f.Name
+	}
+	return f.ID.String()
+}

@@ -1,0 +1,39 @@
+package ab
+
+import (
+	"context"
+	"time"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// Target is where an experiment runs: the lab (traffic and receivers of its
+// own) or a real UPF's device (counters only; the operator drives traffic).
+type Target interface {
+	// Describe is a one-line description for output.
+	Describe() string
+	// Scale is the factor applied to every rate (the lab's rate scale; 1 on
+	// a device).
+	Scale() float64
+	// Apply makes the device's tree match the arm's plan and returns the
+	// tree and the reconciler's summary.
+	Apply(ctx context.Context, arm Arm) (*shaper.Tree, string, error)
+	// ClassStats reads the device's class counters.
+	ClassStats(ctx context.Context) (map[uint32]shaper.ClassStats, error)
+	// Traffic runs traffic from start for d. It returns one per-second
+	// goodput series (Mbit/s) per flow name, plus per-flow loss per second
+	// and TCP retransmits; a device target returns nil after waiting.
+	Traffic(ctx context.Context, flows []shaper.Flow, start time.Time, d time.Duration) (map[string]FlowTraffic, error)
+	// Close restores the device (removes what the experiment created).
+	Close(ctx context.Context) error
+}
+
+// FlowTraffic is what a target's receivers measured for one flow.
+type FlowTraffic struct {
+	// Mbps and Lost are per second from the start of traffic (Lost -1 =
+	// unknown).
+	Mbps []float64
+	Lost []int64
+	// Retransmits is TCP's retransmitted segments.
+	Retransmits uint64
+}
