@@ -65,18 +65,18 @@ func (r *Reconciler) readRoot(link netlink.Link) (rootState, error) {
 // foreignErr describes a root qdisc gtpqos does not own.
 func (r *Reconciler) foreignErr(q netlink.Qdisc) error {
 	maj, _ := netlink.MajorMinor(q.Attrs().Handle)
-	return fmt.Errorf("dev %s: root qdisc %s %x: was not created by gtpqos (its tree is htb %x:); use --force to replace it: %w",
-		r.dev, q.Type(), maj, OwnedMajor, ErrNotOwned)
+	return fmt.Errorf("dev %s: root qdisc %s %x: %w (gtpqos's root is htb %x:); use --force to replace it",
+		r.dev, q.Type(), maj, ErrNotOwned, OwnedMajor)
 }
 
 // kernelClass is a class in the kernel's units.
 type kernelClass struct {
-	rate, ceil       uint64 // bytes/s
-	buffer, cbuffer  uint32 // ticks
-	quantum, prio    uint32
-	parent           uint32
-	level            uint32
-	inner            bool
+	rate, ceil      uint64 // bytes/s
+	buffer, cbuffer uint32 // ticks
+	quantum, prio   uint32
+	parent          uint32
+	level           uint32
+	inner           bool
 }
 
 func toKernel(t *Tree, c Class) kernelClass {
@@ -93,6 +93,15 @@ func toKernel(t *Tree, c Class) kernelClass {
 func fromNetlink(h *netlink.HtbClass) kernelClass {
 	return kernelClass{rate: h.Rate, ceil: h.Ceil, buffer: h.Buffer, cbuffer: h.Cbuffer, quantum: h.Quantum,
 		prio: h.Prio, parent: h.Parent, level: h.Level}
+}
+
+// sameParent compares parents; HTB reports a top-level class's parent as
+// TC_H_ROOT.
+func sameParent(d, a uint32) bool {
+	if a == netlink.HANDLE_ROOT {
+		a = rootHandle()
+	}
+	return d == a
 }
 
 // same compares desired and actual. HTB sets quantum and prio only on leaf
@@ -246,7 +255,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 	// class); so must their actual descendants.
 	moved := map[uint16]bool{}
 	for m, a := range actual {
-		if d, ok := want[m]; ok && toKernel(desired, d).parent != a.Parent {
+		if d, ok := want[m]; ok && !sameParent(toKernel(desired, d).parent, a.Parent) {
 			moved[m] = true
 		}
 	}

@@ -1,0 +1,135 @@
+package shaper
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func examplesDir(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "examples")
+}
+
+func TestLoadSeedExamples(t *testing.T) {
+	aware, err := LoadFlowsFile(filepath.Join(examplesDir(t), "seed-aware.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(seedFlows(), aware.Flows); diff != "" {
+		t.Errorf("aware flows (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(DefaultPolicy(30*mbit), aware.Policy); diff != "" {
+		t.Errorf("aware policy (-want +got):\n%s", diff)
+	}
+	static, err := LoadFlowsFile(filepath.Join(examplesDir(t), "seed-static.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(aware.Flows, static.Flows); diff != "" {
+		t.Errorf("static arm must keep the same contracts (-aware +static):\n%s", diff)
+	}
+	if static.Policy.Mode != Static || static.Policy.StaticRate != 10*mbit || static.Policy.StaticCeil != 30*mbit {
+		t.Errorf("static policy %+v, want static 10/30 Mbit", static.Policy)
+	}
+}
+
+func TestParseFlowsFileErrors(t *testing.T) {
+	const head = "link: 30mbit\nflows:\n"
+	tests := []struct{ name, in, want string }{
+		{"unknown key", head + "  - {name: A, qer: 1, gbrr: 5mbit}\n", `f.yaml: line 3: unknown key "gbrr" in a flow`},
+		{"unknown top key", "link: 30mbit\nfoo: 1\n", `f.yaml: line 2: unknown key "foo" at top level`},
+		{"non-numeric rate", head + "  - {name: A, qer: 1, gbr: fast}\n", `f.yaml: flow A: gbr: invalid rate "fast"`},
+		{"negative rate", head + "  - {name: A, qer: 1, mbr: -5mbit}\n", `f.yaml: flow A: mbr: invalid rate "-5mbit"`},
+		{"byte unit", head + "  - {name: A, qer: 1, mbr: 5mbps}\n", `f.yaml: flow A: mbr: invalid rate "5mbps": unknown unit`},
+		{"mbr below gbr", head + "  - {name: B, qer: 2, gbr: 5mbit, mbr: 4mbit}\n", `f.yaml: flow B: mbr: MBR 4mbit below GBR 5mbit`},
+		{"qfi above 63", head + "  - {name: C, qer: 3, qfi: 64}\n", `f.yaml: flow C: qfi: 64 above 63`},
+		{"negative mark", head + "  - {name: C, qer: 3, mark: -1}\n", `f.yaml: flow C: mark: invalid value "-1"`},
+		{"missing qer", head + "  - {name: D}\n", `f.yaml: flow D: qer: missing`},
+		{"unnamed flow", head + "  - {qer: 1, gbr: x}\n", `f.yaml: flow #1: gbr: invalid rate "x"`},
+		{"missing link", "flows: []\n", `f.yaml: link: missing`},
+		{"bad mode", "link: 1mbit\npolicy: {mode: fancy}\n", `f.yaml: policy: mode: unknown mode "fancy"`},
+		{"bad burst", "link: 1mbit\npolicy: {burst: lots}\n", `f.yaml: policy: burst: invalid size "lots"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseFlowsFile("f.yaml", []byte(tc.in))
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q, want one line starting with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseFlowsFilePolicy(t *testing.T) {
+	in := `link: 1gbit
+policy: {mode: static, static_rate: 2mbit, static_ceil: 4mbit, non_gbr_min: 500kbit, burst: 64k, cburst: 16k,
+  quantum: 3000, max_frame: 9018, prio: 3, admission: clamp, classifier: bpf, leaf: fifo, leaf_limit: 200, leaf_interval: 50ms}
+flows:
+  - {name: U, seid: 0x10, qer: 9, qfi: 9, direction: uplink, gbr: 1.5Mbit/s, mbr: 3000000, mark: 0x20009, teid: 0x64, session_ambr: 10mbit}
+`
+	ff, err := ParseFlowsFile("p.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultPolicy(1_000_000_000)
+	want.Mode, want.StaticRate, want.StaticCeil, want.NonGBRMin, want.DefaultRate = Static, 2*mbit, 4*mbit, 500_000, 500_000
+	want.Burst, want.CBurst, want.Quantum, want.MaxFrame, want.Prio = 65536, 16384, 3000, 9018, 3
+	want.Admission, want.Classifier = Clamp, KindBPF
+	want.Leaf = LeafSpec{Kind: LeafFIFO, Limit: 200, TargetUs: 5000, IntervalUs: 50000}
+	if diff := cmp.Diff(want, ff.Policy); diff != "" {
+		t.Errorf("policy (-want +got):\n%s", diff)
+	}
+	wf := []Flow{{ID: FlowID{16, 9}, Name: "U", QFI: 9, Direction: Uplink, GBR: 1_500_000, MBR: 3*mbit, SessionAMBR: 10 * mbit, Mark: 0x20009, TEID: 0x64}}
+	if diff := cmp.Diff(wf, ff.Flows); diff != "" {
+		t.Errorf("flows (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	good := map[string]uint64{"15mbit": 15 * mbit, "500kbit": 500_000, "30Mbit": 30 * mbit, "30Mbit/s": 30 * mbit,
+		"1gbit": 1e9, "1200": 1200, "0": 0, "1.5mbit": 1_500_000, "2Tbit": 2e12, "8bit": 8}
+	for in, want := range good {
+		got, err := ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "abc", "-1mbit", "5mbps", "5 furlongs", "1e3mbit", "99999tbit"} {
+		if v, err := ParseRate(in); err == nil {
+			t.Errorf("ParseRate(%q) = %d, want an error", in, v)
+		}
+	}
+	if s := FormatRate(15 * mbit); s != "15mbit" {
+		t.Errorf("FormatRate = %q", s)
+	}
+}
+
+func FuzzParseFlowsFile(f *testing.F) {
+	for _, name := range []string{"seed-aware.yaml", "seed-static.yaml"} {
+		if b, err := os.ReadFile(filepath.Join("..", "examples", name)); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("link: 1mbit\nflows: [{qer: 1, gbr: 2mbit, mbr: 1mbit}]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ff, err := ParseFlowsFile("fuzz.yaml", b)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("multi-line error %q", err)
+			}
+			return
+		}
+		tree, probs := Plan(ff.Flows, ff.Policy)
+		if tree == nil && len(probs) == 0 {
+			t.Errorf("no tree and no problem")
+		}
+	})
+}

@@ -1,0 +1,290 @@
+package shaper
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const mbit = 1_000_000
+
+func seedFlows() []Flow {
+	return []Flow{
+		{ID: FlowID{1, 1}, Name: "A", QFI: 2, Direction: Downlink, GBR: 15 * mbit, MBR: 18 * mbit, Mark: 2},
+		{ID: FlowID{1, 2}, Name: "B", QFI: 3, Direction: Downlink, GBR: 5 * mbit, MBR: 6 * mbit, Mark: 3},
+		{ID: FlowID{1, 3}, Name: "C", QFI: 4, Direction: Downlink, MBR: 30 * mbit, Mark: 4},
+	}
+}
+
+// rc is a compact class description for comparisons.
+type rc struct {
+	Minor, Parent uint16
+	Role          Role
+	Rate, Ceil    uint64
+	Mark          uint32
+}
+
+func compact(t *Tree) []rc {
+	out := []rc{}
+	for _, c := range t.Classes {
+		out = append(out, rc{c.Minor, c.Parent, c.Role, c.Rate, c.Ceil, c.Mark})
+	}
+	return out
+}
+
+func kinds(ps []Problem) []string {
+	out := []string{}
+	for _, p := range ps {
+		out = append(out, p.Severity.String()+" "+p.Kind.String()+" "+p.Name+" "+p.Field)
+	}
+	return out
+}
+
+func TestPlanSeed(t *testing.T) {
+	static := DefaultPolicy(30 * mbit)
+	static.Mode = Static
+	tests := []struct {
+		name  string
+		flows []Flow
+		pol   Policy
+		want  []rc
+		probs []string
+	}{{
+		name: "aware", flows: seedFlows(), pol: DefaultPolicy(30 * mbit),
+		want: []rc{
+			{1, 0, RoleLink, 30 * mbit, 30 * mbit, 0},
+			{2, 1, RoleDefault, 1 * mbit, 30 * mbit, 0},
+			{0x10, 1, RoleFlow, 15 * mbit, 18 * mbit, 2},
+			{0x11, 1, RoleFlow, 5 * mbit, 6 * mbit, 3},
+			{0x12, 1, RoleFlow, 1 * mbit, 30 * mbit, 4},
+		},
+		probs: []string{},
+	}, {
+		name: "static", flows: seedFlows(), pol: static,
+		want: []rc{
+			{1, 0, RoleLink, 30 * mbit, 30 * mbit, 0},
+			{2, 1, RoleDefault, 1 * mbit, 30 * mbit, 0},
+			{0x10, 1, RoleFlow, 10 * mbit, 30 * mbit, 2},
+			{0x11, 1, RoleFlow, 10 * mbit, 30 * mbit, 3},
+			{0x12, 1, RoleFlow, 10 * mbit, 30 * mbit, 4},
+		},
+		probs: []string{"warning oversubscribed policy link"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tree, probs := Plan(tc.flows, tc.pol)
+			if diff := cmp.Diff(tc.want, compact(tree)); diff != "" {
+				t.Errorf("classes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.probs, kinds(probs)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+			for _, c := range tree.Classes {
+				if c.Burst != 32*1024 || c.CBurst != 32*1024 || c.Quantum != 12500 {
+					t.Errorf("class %x: burst/cburst/quantum %d/%d/%d, want 32768/32768/12500", c.Minor, c.Burst, c.CBurst, c.Quantum)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanProblems(t *testing.T) {
+	link := uint64(30 * mbit)
+	f := func(qer uint32, gbr, mbr uint64, mark uint32) Flow {
+		return Flow{ID: FlowID{1, qer}, Name: string(rune('A' + qer - 1)), QFI: 1, GBR: gbr, MBR: mbr, Mark: mark}
+	}
+	clamp := DefaultPolicy(link)
+	clamp.Admission = Clamp
+	smallQ := DefaultPolicy(link)
+	smallQ.Quantum = 1000
+	zeroLink := DefaultPolicy(0)
+	tests := []struct {
+		name   string
+		flows  []Flow
+		pol    Policy
+		probs  []string
+		minors []uint16 // flow class minors expected in the tree
+	}{
+		{"mbr below gbr", []Flow{f(1, 5*mbit, 4*mbit, 1)}, DefaultPolicy(link),
+			[]string{"error mbr-below-gbr flow A (seid=1 qer=1) mbr"}, nil},
+		{"gbr above link", []Flow{f(1, 31*mbit, 0, 1)}, DefaultPolicy(link),
+			[]string{"error gbr-above-link flow A (seid=1 qer=1) gbr"}, nil},
+		{"sum of gbr refused", []Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, DefaultPolicy(link),
+			[]string{"error gbr-sum-above-link flow B (seid=1 qer=2) gbr"}, []uint16{0x10}},
+		{"sum of gbr clamped", []Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp,
+			[]string{"warning clamped flow B (seid=1 qer=2) gbr", "warning oversubscribed policy link"}, []uint16{0x10, 0x11}},
+		{"duplicate flow", []Flow{f(1, 0, 0, 1), f(1, 0, 0, 2)}, DefaultPolicy(link),
+			[]string{"error duplicate-flow flow A (seid=1 qer=1) id"}, []uint16{0x10}},
+		{"duplicate mark", []Flow{f(1, 0, 0, 7), f(2, 0, 0, 7)}, DefaultPolicy(link),
+			[]string{"error duplicate-mark flow B (seid=1 qer=2) mark"}, []uint16{0x10}},
+		{"qfi above 63", []Flow{{ID: FlowID{1, 1}, Name: "A", QFI: 64}}, DefaultPolicy(link),
+			[]string{"error bad-qfi flow A (seid=1 qer=1) qfi"}, nil},
+		{"absurd rate", []Flow{f(1, 0, MaxRate+1, 1)}, DefaultPolicy(link),
+			[]string{"error bad-rate flow A (seid=1 qer=1) mbr"}, nil},
+		{"tiny rate", []Flow{f(1, 3, 0, 1)}, DefaultPolicy(link),
+			[]string{"error bad-rate flow A (seid=1 qer=1) gbr"}, nil},
+		{"quantum below frame", []Flow{f(1, 0, 0, 1)}, smallQ,
+			[]string{"warning clamped policy quantum"}, []uint16{0x10}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tree, probs := Plan(tc.flows, tc.pol)
+			if diff := cmp.Diff(tc.probs, kinds(probs)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+			got := []uint16(nil)
+			for _, c := range tree.FlowClasses() {
+				got = append(got, c.Minor)
+			}
+			if diff := cmp.Diff(tc.minors, got); diff != "" {
+				t.Errorf("flow minors (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if tree, probs := Plan(nil, zeroLink); tree != nil || len(probs) != 1 || probs[0].Field != "link" {
+		t.Errorf("zero link: tree %v, problems %v; want no tree and one link problem", tree, probs)
+	}
+	_, probs := Plan([]Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp)
+	if !strings.Contains(probs[0].Error(), "clamped to 10mbit") {
+		t.Errorf("clamp message %q does not say the clamped rate", probs[0].Error())
+	}
+	if tree, _ := Plan([]Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp); tree.Classes[3].Rate != 10*mbit {
+		t.Errorf("clamped flow rate %d, want 10mbit", tree.Classes[3].Rate)
+	}
+}
+
+func TestPlanDeterministic(t *testing.T) {
+	fl := seedFlows()
+	a, _ := Plan(fl, DefaultPolicy(30*mbit))
+	rev := []Flow{fl[2], fl[0], fl[1]}
+	b, _ := Plan(rev, DefaultPolicy(30*mbit))
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("plan depends on input order (-first +reordered):\n%s", diff)
+	}
+}
+
+func TestPlanStableMinors(t *testing.T) {
+	link := uint64(100 * mbit)
+	mk := func(qers ...uint32) []Flow {
+		var out []Flow
+		for _, q := range qers {
+			out = append(out, Flow{ID: FlowID{7, q}, GBR: mbit, Mark: 100 + q})
+		}
+		return out
+	}
+	pol := DefaultPolicy(link)
+	t1, _ := Plan(mk(1, 2, 3, 4), pol)
+	minorOf := func(tr *Tree) map[uint32]uint16 {
+		m := map[uint32]uint16{}
+		for _, c := range tr.FlowClasses() {
+			m[c.Flow.QERID] = c.Minor
+		}
+		return m
+	}
+	m1 := minorOf(t1)
+	// Remove 1 and 3, add 5 and 0 (0 sorts first): survivors keep minors.
+	pol.Previous = t1
+	t2, _ := Plan(mk(0, 2, 4, 5), pol)
+	m2 := minorOf(t2)
+	for _, q := range []uint32{2, 4} {
+		if m1[q] != m2[q] {
+			t.Errorf("flow qer=%d moved from minor %x to %x", q, m1[q], m2[q])
+		}
+	}
+	if m2[0] == m2[5] || m2[0] == m2[2] || m2[5] == m2[4] {
+		t.Errorf("minors collide: %v", m2)
+	}
+	// A kernel tree knows marks only: matching by mark keeps minors too.
+	kernel := *t2
+	kernel.Classes = append([]Class(nil), t2.Classes...)
+	for i := range kernel.Classes {
+		kernel.Classes[i].Flow, kernel.Classes[i].Name = FlowID{}, ""
+	}
+	pol.Previous = &kernel
+	t3, _ := Plan(mk(0, 2, 4, 5), pol)
+	if diff := cmp.Diff(m2, minorOf(t3)); diff != "" {
+		t.Errorf("minors changed when planning against the kernel tree (-before +after):\n%s", diff)
+	}
+}
+
+func TestPlanSessionAMBR(t *testing.T) {
+	fl := []Flow{
+		{ID: FlowID{5, 1}, Name: "gbr", GBR: 4 * mbit, MBR: 8 * mbit, SessionAMBR: 10 * mbit, Mark: 1},
+		{ID: FlowID{5, 2}, Name: "ngbr1", SessionAMBR: 10 * mbit, Mark: 2},
+		{ID: FlowID{5, 3}, Name: "ngbr2", MBR: 20 * mbit, SessionAMBR: 10 * mbit, Mark: 3},
+		{ID: FlowID{6, 1}, Name: "other", Mark: 4},
+	}
+	tree, probs := Plan(fl, DefaultPolicy(100*mbit))
+	if len(probs) != 0 {
+		t.Fatalf("problems: %v", probs)
+	}
+	got := compact(tree)
+	want := []rc{
+		{1, 0, RoleLink, 100 * mbit, 100 * mbit, 0},
+		{2, 1, RoleDefault, 1 * mbit, 100 * mbit, 0},
+		{0x10, 1, RoleSession, 2 * mbit, 10 * mbit, 0}, // sessions get minors first
+		{0x11, 1, RoleFlow, 4 * mbit, 8 * mbit, 1},     // GBR flow: outside the AMBR
+		{0x12, 0x10, RoleFlow, 1 * mbit, 10 * mbit, 2}, // non-GBR: under the AMBR
+		{0x13, 0x10, RoleFlow, 1 * mbit, 10 * mbit, 3}, // MBR 20 capped at the AMBR
+		{0x14, 1, RoleFlow, 1 * mbit, 100 * mbit, 4},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("classes (-want +got):\n%s", diff)
+	}
+	// Planned again against itself, nothing moves.
+	pol := DefaultPolicy(100 * mbit)
+	pol.Previous = tree
+	again, _ := Plan(fl, pol)
+	if diff := cmp.Diff(tree, again); diff != "" {
+		t.Errorf("replan moved classes (-first +second):\n%s", diff)
+	}
+}
+
+func TestPlanTooManyFlows(t *testing.T) {
+	n := MaxClasses + 2
+	fl := make([]Flow, n)
+	for i := range fl {
+		fl[i] = Flow{ID: FlowID{1, uint32(i + 1)}}
+	}
+	pol := DefaultPolicy(1_000_000 * mbit)
+	pol.NonGBRMin = 1000
+	pol.DefaultRate = 1000
+	tree, probs := Plan(fl, pol)
+	if got := len(tree.FlowClasses()); got != MaxClasses {
+		t.Errorf("%d flow classes, want %d", got, MaxClasses)
+	}
+	var tooMany int
+	for _, p := range probs {
+		if p.Kind == TooManyFlows {
+			tooMany++
+		}
+	}
+	if tooMany != 2 {
+		t.Errorf("%d too-many-flows problems, want 2", tooMany)
+	}
+	for _, c := range tree.Classes {
+		if c.Minor == OwnedMajor || c.Minor == 0xffff {
+			t.Errorf("class uses reserved minor %x", c.Minor)
+		}
+	}
+}
+
+func TestTCCommandsSeed(t *testing.T) {
+	tree, _ := Plan(seedFlows(), DefaultPolicy(30*mbit))
+	out := tree.TCCommands("eth1")
+	for _, want := range []string{
+		"tc qdisc replace dev eth1 root handle 6771: htb default 2",
+		"classid 6771:1 htb rate 30mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
+		"classid 6771:2 htb rate 1mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
+		"parent 6771:1 classid 6771:10 htb rate 15mbit ceil 18mbit burst 32k cburst 32k quantum 12500",
+		"parent 6771:1 classid 6771:11 htb rate 5mbit ceil 6mbit burst 32k cburst 32k quantum 12500",
+		"parent 6771:1 classid 6771:12 htb rate 1mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
+		"handle 0x2 fw flowid 6771:10", "handle 0x3 fw flowid 6771:11", "handle 0x4 fw flowid 6771:12",
+		"fq_codel limit 1000 target 5ms interval 100ms",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tc commands lack %q:\n%s", want, out)
+		}
+	}
+}
