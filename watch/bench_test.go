@@ -1,0 +1,145 @@
+package watch
+
+import (
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// appliedSignal wakes a waiter after every reconcile.
+type appliedSignal struct {
+	recObserver
+	ch chan struct{}
+}
+
+func (a *appliedSignal) Applied(dev string, res Result, d time.Duration) {
+	select {
+	case a.ch <- struct{}{}:
+	default:
+	}
+}
+
+// benchFlow is flow n of the benchmark: one non-GBR flow per session, so
+// admission never refuses one.
+func benchFlow(n uint64) shaper.Flow {
+	f := flow(n, 1, uint8(n%63+1), 0, 2e6)
+	f.Mark = uint32(n)
+	return f
+}
+
+// benchEngine installs base flows on a real HTB in a netns and returns the
+// running engine's pieces.
+func benchEngine(b *testing.B, base int) (*htbLab, *scriptedSource, *ShaperApplier, *appliedSignal) {
+	l := newHTBLab(b, 100e9)
+	l.pol.NonGBRMin = 1e6
+	src := newScriptedSource()
+	for n := uint64(1); n <= uint64(base); n++ {
+		src.set(n, benchFlow(n))
+	}
+	ap := l.applier(b)
+	sig := &appliedSignal{ch: make(chan struct{}, 1)}
+	startEngine(b, Options{Source: src, Downlink: ap, Resync: time.Hour, Observer: sig})
+	start := time.Now()
+	waitInstalled(b, ap, benchFlow(uint64(base)).ID, sig, 10*time.Minute)
+	b.Logf("%d flows installed from empty in %v", base, time.Since(start).Round(time.Millisecond))
+	return l, src, ap, sig
+}
+
+// waitInstalled waits until the applier's reconciled tree has id's class.
+func waitInstalled(b testing.TB, ap *ShaperApplier, id shaper.FlowID, sig *appliedSignal, timeout time.Duration) {
+	deadline := time.After(timeout)
+	for {
+		if tr := ap.Tree(); tr != nil {
+			if _, ok := tr.FlowClass(id); ok {
+				return
+			}
+		}
+		select {
+		case <-sig.ch:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			b.Fatalf("flow %s not installed after %v", id, timeout)
+		}
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(float64(len(s)-1)*p)]
+}
+
+// BenchmarkEventToClass10k measures, with 10k flows installed, the time
+// from a session-add event to its class being in the kernel (Apply
+// returned), for single adds one at a time.
+//
+//	go test -run '^$' -bench EventToClass -benchtime 1x ./watch/
+func BenchmarkEventToClass10k(b *testing.B) {
+	const base, adds = 10000, 50
+	_, src, ap, sig := benchEngine(b, base)
+	b.ResetTimer()
+	var lat []time.Duration
+	next := uint64(base + 1)
+	for range b.N {
+		for range adds {
+			f := benchFlow(next)
+			next++
+			t0 := time.Now()
+			src.change(f.ID.SEID, f)
+			waitInstalled(b, ap, f.ID, sig, time.Minute)
+			lat = append(lat, time.Since(t0))
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkBurst1000At10k measures, with 10k flows installed, the time to
+// converge after a burst of 1,000 events (500 new sessions, 500 rate
+// changes), sent as fast as possible.
+//
+//	go test -run '^$' -bench Burst1000 -benchtime 1x ./watch/
+func BenchmarkBurst1000At10k(b *testing.B) {
+	const base = 10000
+	_, src, ap, sig := benchEngine(b, base)
+	b.ResetTimer()
+	var total time.Duration
+	next := uint64(base + 1)
+	for range b.N {
+		t0 := time.Now()
+		var last shaper.Flow
+		for i := range 500 {
+			f := benchFlow(next)
+			next++
+			src.change(f.ID.SEID, f)
+			u := benchFlow(uint64(i + 1))
+			u.MBR = 3e6
+			src.change(u.ID.SEID, u)
+			last = f
+		}
+		waitInstalled(b, ap, last.ID, sig, 5*time.Minute)
+		// Converged: the tree has every change (the last add is in, and
+		// the rate changes were read with it).
+		want := downlinkOf(src.all())
+		for {
+			tr := ap.Tree()
+			if tr != nil && len(tr.FlowClasses()) == len(want) {
+				c, _ := tr.FlowClass(benchFlow(500).ID)
+				if c.Ceil == 3e6 {
+					break
+				}
+			}
+			select {
+			case <-sig.ch:
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		total += time.Since(t0)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "converge-ms")
+}

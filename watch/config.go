@@ -1,0 +1,197 @@
+package watch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// Config is the daemon's configuration: the YAML file given with --config
+// (see packaging/gtpqos-watch.yaml), with command-line flags on top.
+// Sizes and rates are strings in tc's notation ("30mbit", "32k").
+type Config struct {
+	// N3 is the downlink device (its egress is shaped); required.
+	N3 string `yaml:"n3"`
+	// N6 is the uplink device (optional).
+	N6 string `yaml:"n6"`
+	// LinkRate is the downlink bottleneck (N3); required.
+	LinkRate string `yaml:"link_rate"`
+	// N6LinkRate is the uplink bottleneck (default LinkRate).
+	N6LinkRate string `yaml:"n6_link_rate"`
+	// Poll is the dump interval without events (stock gtp5g).
+	Poll Duration `yaml:"poll"`
+	// Resync is the full-resync interval that repairs drift.
+	Resync Duration `yaml:"resync"`
+	// Retry is the wait before retrying when gtp5g or a device is gone.
+	Retry Duration `yaml:"retry"`
+	// MarkMode is the gtp5g patch's mark mode to set: flow (default), qfi,
+	// or keep (leave the module's mode alone unless it is off).
+	MarkMode string `yaml:"mark_mode"`
+	// Classifier forces a classifier kind (auto, fw, bpf; gtpu without
+	// the patch).
+	Classifier string `yaml:"classifier"`
+	// MetricsAddr is the Prometheus listen address (loopback by default;
+	// "off" disables it).
+	MetricsAddr string `yaml:"metrics_addr"`
+	// CleanupOnExit removes the trees on SIGTERM/SIGINT instead of leaving
+	// them in place.
+	CleanupOnExit bool `yaml:"cleanup_on_exit"`
+	// Force adopts a root qdisc gtpqos did not create (replacing it).
+	Force bool `yaml:"force"`
+	// LockDir holds the per-device lock files.
+	LockDir string `yaml:"lock_dir"`
+	// LogLevel is logrus's level (debug, info, warn, error).
+	LogLevel string `yaml:"log_level"`
+	// Policy holds the planner's knobs, shared with `gtpqos apply`.
+	Policy PolicyConfig `yaml:"policy"`
+}
+
+// PolicyConfig is the YAML form of the shaper's policy (link rate aside).
+// Empty fields keep the seed's defaults (shaper.DefaultPolicy).
+type PolicyConfig struct {
+	// Mode is aware (default) or static.
+	Mode string `yaml:"mode"`
+	// NonGBRMin is a non-GBR flow's class rate (1mbit).
+	NonGBRMin string `yaml:"non_gbr_min"`
+	// DefaultRate is the default class's rate (non_gbr_min).
+	DefaultRate string `yaml:"default_rate"`
+	// Burst and CBurst are every class's buckets (32k).
+	Burst  string `yaml:"burst"`
+	CBurst string `yaml:"cburst"`
+	// Quantum is the DRR quantum in bytes (12500).
+	Quantum uint32 `yaml:"quantum"`
+	// MaxFrame is the largest frame in bytes (1514).
+	MaxFrame uint32 `yaml:"max_frame"`
+	// Admission is refuse (default) or clamp.
+	Admission string `yaml:"admission"`
+	// Leaf is auto (default), fq_codel or fifo.
+	Leaf string `yaml:"leaf"`
+}
+
+// Duration is a time.Duration written as "2s" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (want e.g. 2s, 1m)", n.Line, n.Value)
+	}
+	if v <= 0 {
+		return fmt.Errorf("line %d: duration %q must be positive", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// DefaultConfig returns the defaults every field falls back to.
+func DefaultConfig() Config {
+	return Config{
+		Poll:        Duration(DefaultPoll),
+		Resync:      Duration(DefaultResync),
+		Retry:       Duration(DefaultRetry),
+		MarkMode:    "flow",
+		Classifier:  "auto",
+		MetricsAddr: "127.0.0.1:9477",
+		LockDir:     DefaultLockDir,
+		LogLevel:    "info",
+	}
+}
+
+// LoadConfig reads a YAML config file over DefaultConfig. Unknown keys are
+// errors naming the key and line.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Policies returns the downlink (N3) and uplink (N6) policies.
+func (c Config) Policies() (dl, ul shaper.Policy, err error) {
+	if c.LinkRate == "" {
+		return dl, ul, errors.New("link rate missing (--link-rate or link_rate)")
+	}
+	dlRate, err := shaper.ParseRate(c.LinkRate)
+	if err != nil {
+		return dl, ul, fmt.Errorf("link rate: %w", err)
+	}
+	ulRate := dlRate
+	if c.N6LinkRate != "" {
+		if ulRate, err = shaper.ParseRate(c.N6LinkRate); err != nil {
+			return dl, ul, fmt.Errorf("n6 link rate: %w", err)
+		}
+	}
+	if dl, err = c.Policy.policy(dlRate, c.Classifier); err != nil {
+		return dl, ul, err
+	}
+	ul, err = c.Policy.policy(ulRate, c.Classifier)
+	return dl, ul, err
+}
+
+func (p PolicyConfig) policy(link uint64, classifier string) (shaper.Policy, error) {
+	pol := shaper.DefaultPolicy(link)
+	var err error
+	if pol.Mode, err = shaper.ParseMode(p.Mode); err != nil {
+		return pol, fmt.Errorf("policy mode: %w", err)
+	}
+	if pol.Admission, err = shaper.ParseAdmission(p.Admission); err != nil {
+		return pol, fmt.Errorf("policy admission: %w", err)
+	}
+	if pol.Leaf.Kind, err = shaper.ParseLeafKind(p.Leaf); err != nil {
+		return pol, fmt.Errorf("policy leaf: %w", err)
+	}
+	if pol.Classifier, err = shaper.ParseClassifierKind(classifier); err != nil {
+		return pol, fmt.Errorf("classifier: %w", err)
+	}
+	rates := []struct {
+		name string
+		s    string
+		dst  *uint64
+	}{{"non_gbr_min", p.NonGBRMin, &pol.NonGBRMin}, {"default_rate", p.DefaultRate, &pol.DefaultRate}}
+	for _, r := range rates {
+		if r.s == "" {
+			continue
+		}
+		if *r.dst, err = shaper.ParseRate(r.s); err != nil {
+			return pol, fmt.Errorf("policy %s: %w", r.name, err)
+		}
+	}
+	if p.NonGBRMin != "" && p.DefaultRate == "" {
+		pol.DefaultRate = pol.NonGBRMin
+	}
+	sizes := []struct {
+		name string
+		s    string
+		dst  *uint32
+	}{{"burst", p.Burst, &pol.Burst}, {"cburst", p.CBurst, &pol.CBurst}}
+	for _, z := range sizes {
+		if z.s == "" {
+			continue
+		}
+		if *z.dst, err = shaper.ParseSize(z.s); err != nil {
+			return pol, fmt.Errorf("policy %s: %w", z.name, err)
+		}
+	}
+	if p.Quantum != 0 {
+		pol.Quantum = p.Quantum
+	}
+	if p.MaxFrame != 0 {
+		pol.MaxFrame = p.MaxFrame
+	}
+	return pol, nil
+}

@@ -1,0 +1,159 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// ViewFunc joins gtp5g's rules into QoS flows (qosview's join).
+type ViewFunc func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) ([]shaper.Flow, error)
+
+// GTP5GSource is the Source backed by gtp5g through gtpnl. It dials lazily
+// and again after any failure, so an unloaded and reloaded module is picked
+// up without a restart.
+type GTP5GSource struct {
+	// Dial opens a client (gtpnl.Dial in production).
+	Dial func() (*gtpnl.Client, error)
+	// View joins the dumps into flows.
+	View ViewFunc
+	// Events enables Subscribe (the gtp5g patch's QoS events).
+	WithEvents bool
+
+	mu sync.Mutex
+	c  *gtpnl.Client
+}
+
+// client returns the open client, dialling if needed.
+func (s *GTP5GSource) client() (*gtpnl.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c != nil {
+		return s.c, nil
+	}
+	c, err := s.Dial()
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
+	return c, nil
+}
+
+// drop closes a client that failed, so the next call dials again.
+func (s *GTP5GSource) drop(c *gtpnl.Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c == c {
+		s.c.Close()
+		s.c = nil
+	}
+}
+
+// Close closes the client.
+func (s *GTP5GSource) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c == nil {
+		return nil
+	}
+	err := s.c.Close()
+	s.c = nil
+	return err
+}
+
+// Snapshot dumps QERs, PDRs and FARs and joins them.
+func (s *GTP5GSource) Snapshot(ctx context.Context) ([]shaper.Flow, error) {
+	c, err := s.client()
+	if err != nil {
+		return nil, err
+	}
+	qers, err := c.QERs()
+	if err != nil {
+		s.drop(c)
+		return nil, err
+	}
+	pdrs, err := c.PDRs()
+	if err != nil {
+		s.drop(c)
+		return nil, err
+	}
+	fars, err := c.FARs()
+	if err != nil {
+		s.drop(c)
+		return nil, err
+	}
+	flows, err := s.View(qers, pdrs, fars)
+	if err != nil {
+		return nil, fmt.Errorf("qos view: %w", err)
+	}
+	return flows, nil
+}
+
+// Events subscribes to the patch's QoS events. Lost events (ENOBUFS) and
+// messages that do not decode become EventResync; any other receive error
+// ends the subscription (the engine waits, subscribes again and dumps).
+func (s *GTP5GSource) Events(ctx context.Context) (<-chan Event, error) {
+	if !s.WithEvents {
+		return nil, ErrEventsNotSupported
+	}
+	c, err := s.client()
+	if err != nil {
+		return nil, err
+	}
+	sub, err := c.Subscribe(ctx)
+	if err != nil {
+		if errors.Is(err, gtpnl.ErrNotSupported) {
+			return nil, fmt.Errorf("%w: %v", ErrEventsNotSupported, err)
+		}
+		s.drop(c)
+		return nil, err
+	}
+	ch := make(chan Event, 1024)
+	stop := context.AfterFunc(ctx, func() { sub.Close() })
+	go func() {
+		defer close(ch)
+		defer stop()
+		defer sub.Close()
+		for {
+			evs, err := sub.Receive()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				send(ctx, ch, Event{Kind: EventResync, Err: err})
+				if errors.Is(err, gtpnl.ErrResync) {
+					continue
+				}
+				return // socket broken: the engine subscribes again
+			}
+			for _, ev := range evs {
+				send(ctx, ch, Event{Kind: EventChange, SEID: eventSEID(ev)})
+			}
+		}
+	}()
+	return ch, nil
+}
+
+func send(ctx context.Context, ch chan<- Event, ev Event) {
+	select {
+	case ch <- ev:
+	case <-ctx.Done():
+	}
+}
+
+// eventSEID returns the session an event's object belongs to.
+func eventSEID(ev gtpnl.Event) uint64 {
+	switch {
+	case ev.QER != nil:
+		return ev.QER.SEID
+	case ev.PDR != nil:
+		return ev.PDR.SEID
+	case ev.FAR != nil:
+		return ev.FAR.SEID
+	}
+	return 0
+}

@@ -1,0 +1,394 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// htbLab is a veth in a throwaway netns with a real HTB tree on one end.
+type htbLab struct {
+	ns   *testenv.NetNS
+	dev  string
+	h    *netlink.Handle
+	pol  shaper.Policy
+	peer string
+}
+
+// newHTBLab creates the netns and veth; the tree on dev is the test's.
+func newHTBLab(t testing.TB, link uint64) *htbLab {
+	t.Helper()
+	testenv.RequireRoot(t)
+	testenv.RequireCmd(t, "ip", "tc")
+	ns := testenv.NewNetNS(t)
+	dev, peer := testenv.UniqueName("wa"), testenv.UniqueName("wb")
+	ns.AddVethPair(t, dev, peer)
+	ns.Run(t, "ip", "addr", "add", "10.77.0.1/24", "dev", dev)
+	// A static neighbour: pings to .3 leave dev (through the tree) and die
+	// at the peer, so counters grow without a second namespace.
+	ns.Run(t, "ip", "neigh", "add", "10.77.0.3", "lladdr", "02:00:00:00:00:03", "dev", dev)
+	h, err := netlink.NewHandleAt(ns.Handle)
+	if err != nil {
+		t.Fatalf("netlink handle in %s: %v", ns.Name, err)
+	}
+	t.Cleanup(h.Close)
+	pol := shaper.DefaultPolicy(link)
+	pol.Leaf.Kind = shaper.LeafFIFO // the host kernel has no fq_codel
+	return &htbLab{ns: ns, dev: dev, h: h, pol: pol, peer: peer}
+}
+
+// applier returns a fresh ShaperApplier (as a fresh daemon would build).
+func (l *htbLab) applier(t testing.TB) *ShaperApplier {
+	t.Helper()
+	h, err := netlink.NewHandleAt(l.ns.Handle)
+	if err != nil {
+		t.Fatalf("netlink handle: %v", err)
+	}
+	t.Cleanup(h.Close)
+	return NewShaperApplier(shaper.NewReconciler(h, l.dev), l.pol)
+}
+
+// actual reads the kernel's tree through a reconciler of its own.
+func (l *htbLab) actual(t testing.TB) *shaper.Tree {
+	t.Helper()
+	tr, err := shaper.NewReconciler(l.h, l.dev).Actual(context.Background())
+	if err != nil {
+		t.Fatalf("read tree on %s: %v", l.dev, err)
+	}
+	if tr == nil {
+		t.Fatalf("no gtpqos tree on %s", l.dev)
+	}
+	return tr
+}
+
+// shape is a tree described without class ids: what each mark's class
+// looks like, and the classes' roles. Two trees with the same shape are
+// the same tree up to the numbering of class ids.
+func shape(tr *shaper.Tree) string {
+	var lines []string
+	for _, c := range tr.Classes {
+		parent := "root"
+		if p, ok := tr.Find(c.Parent); ok {
+			parent = fmt.Sprintf("%s(%d/%d)", p.Role, p.Rate, p.Ceil)
+		}
+		id := c.Role.String()
+		if c.Role == shaper.RoleFlow {
+			id = "flow mark=" + strconv.FormatUint(uint64(c.Mark), 16)
+		}
+		lines = append(lines, fmt.Sprintf("%s rate=%d ceil=%d parent=%s", id, c.Rate, c.Ceil, parent))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// wantTree plans the final rule set from scratch, as a fresh start would.
+func (l *htbLab) wantTree(t testing.TB, flows []shaper.Flow) *shaper.Tree {
+	t.Helper()
+	tr, problems := shaper.Plan(downlinkOf(flows), l.pol)
+	if p, bad := shaper.FirstError(problems); bad {
+		t.Fatalf("plan of the final rule set: %s", p.Error())
+	}
+	return tr
+}
+
+// tcLines counts the lines of a tc listing on the lab's device.
+func (l *htbLab) tcCount(t testing.TB, what string) int {
+	t.Helper()
+	out := l.ns.Run(t, "tc", what, "show", "dev", l.dev)
+	return strings.Count(out, "\n")
+}
+
+// sessionFlows builds session seid's flows in one of a few variants:
+// a GBR flow, non-GBR flows under a session AMBR, or nothing.
+func sessionFlows(seid uint64, variant int) []shaper.Flow {
+	mk := func(qer uint32, qfi uint8, gbr, mbr, ambr uint64) shaper.Flow {
+		f := flow(seid, qer, qfi, gbr, mbr)
+		f.SessionAMBR = ambr
+		return f
+	}
+	switch variant % 4 {
+	case 0:
+		return []shaper.Flow{mk(1, 1, 2e6, 4e6, 0)}
+	case 1:
+		return []shaper.Flow{mk(1, 1, 2e6, 4e6, 20e6), mk(2, 5, 0, 8e6, 20e6), mk(3, 9, 0, 0, 20e6)}
+	case 2:
+		return []shaper.Flow{mk(1, 1, 1e6, 3e6, 10e6), mk(2, 5, 0, 6e6, 10e6)}
+	default:
+		return nil
+	}
+}
+
+// waitShape waits until the kernel's tree has the shape of want.
+func (l *htbLab) waitShape(t testing.TB, want *shaper.Tree, what string) {
+	t.Helper()
+	var got string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		tr, err := shaper.NewReconciler(l.h, l.dev).Actual(context.Background())
+		if err != nil {
+			t.Fatalf("read tree on %s: %v", l.dev, err)
+		}
+		if tr != nil {
+			if got = shape(tr); got == shape(want) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: kernel tree never matched the plan of the final rule set\ngot:\n%s\nwant:\n%s", what, got, shape(want))
+}
+
+func TestHTBScriptedStormsConverge(t *testing.T) {
+	l := newHTBLab(t, 1e9)
+	src := newScriptedSource()
+	ap := l.applier(t)
+	obs := &recObserver{}
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour, Observer: obs})
+
+	// Add storm: 60 sessions arrive, each QER as its own event.
+	for s := uint64(1); s <= 60; s++ {
+		fl := sessionFlows(s, int(s))
+		for i := range fl {
+			src.change(s, fl[:i+1]...)
+		}
+	}
+	l.waitShape(t, l.wantTree(t, src.all()), "add storm")
+
+	// Update storm with duplicates: rates change, variants change shape
+	// (a session gains or loses its AMBR), every event sent twice.
+	for s := uint64(1); s <= 60; s++ {
+		src.change(s, sessionFlows(s, int(s)+1)...)
+		src.emit(Event{Kind: EventChange, SEID: s})
+	}
+	l.waitShape(t, l.wantTree(t, src.all()), "update storm")
+
+	// Out of order: a delete's event arrives before the add's, for a
+	// session that ends up present; and a delete for one never added.
+	src.emit(Event{Kind: EventChange, SEID: 500})
+	src.set(500, sessionFlows(500, 1)...)
+	src.emit(Event{Kind: EventChange, SEID: 500})
+	src.emit(Event{Kind: EventChange, SEID: 501})
+
+	// ENOBUFS in the middle of a delete storm: some deletions never get
+	// an event, and the source says events were lost.
+	for s := uint64(1); s <= 60; s += 2 {
+		if s%3 == 0 {
+			src.set(s) // lost
+		} else {
+			src.change(s)
+		}
+		if s == 31 {
+			src.emit(Event{Kind: EventResync, Err: errors.New("ENOBUFS")})
+		}
+	}
+	want := l.wantTree(t, src.all())
+	l.waitShape(t, want, "delete storm with ENOBUFS")
+
+	// No leaks: exactly the planned classes, and one classifier entry per
+	// flow (the bindings), nothing pointing at a deleted class.
+	got := l.actual(t)
+	if len(got.Classes) != len(want.Classes) {
+		t.Fatalf("%d classes in the kernel, %d planned", len(got.Classes), len(want.Classes))
+	}
+	if n := l.tcCount(t, "class"); n != len(want.Classes) {
+		t.Fatalf("tc class show lists %d classes, %d planned", n, len(want.Classes))
+	}
+	marks := 0
+	for _, c := range got.Classes {
+		if c.Role == shaper.RoleFlow && c.Mark != 0 {
+			marks++
+		}
+	}
+	if wantMarks := len(want.FlowClasses()); marks != wantMarks {
+		t.Fatalf("%d flow classes with a classifier binding, want %d", marks, wantMarks)
+	}
+	if o := obs.snapshot(); !slices.ContainsFunc(o.resyncs, func(r string) bool { return strings.Contains(r, "ENOBUFS") }) {
+		t.Fatalf("no resync for the ENOBUFS (resyncs %q)", o.resyncs)
+	}
+}
+
+// classBytes returns the sent-bytes counter of every flow class, by mark.
+func classBytes(t testing.TB, ap *ShaperApplier) map[string]uint64 {
+	t.Helper()
+	st, err := ap.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, s := range st {
+		out[s.Class] = s.Bytes
+	}
+	return out
+}
+
+// send sends count marked UDP packets out of the lab's device, from a
+// socket opened inside the lab's netns.
+func (l *htbLab) send(t testing.TB, mark uint32, count int) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // the thread stays in the lab's netns: never unlocked, so it dies with the goroutine
+		if err := netns.Set(l.ns.Handle); err != nil {
+			errc <- err
+			return
+		}
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_MARK, int(mark)); err != nil {
+			errc <- err
+			return
+		}
+		to := &unix.SockaddrInet4{Port: 9, Addr: [4]byte{10, 77, 0, 3}}
+		buf := make([]byte, 500)
+		for range count {
+			if err := unix.Sendto(fd, buf, 0, to); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		t.Fatalf("send marked packets in %s: %v", l.ns.Name, err)
+	}
+}
+
+// changeLog records the changes an engine reports.
+type changeLog struct {
+	recObserver
+	mu      sync.Mutex
+	changes []Change
+}
+
+func (c *changeLog) Applied(dev string, res Result, d time.Duration) {
+	c.recObserver.Applied(dev, res, d)
+	c.mu.Lock()
+	c.changes = append(c.changes, res.Changes...)
+	c.mu.Unlock()
+}
+
+func (c *changeLog) classOps() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, ch := range c.changes {
+		if ch.Object == "class" || ch.Object == "qdisc" {
+			out = append(out, ch.String())
+		}
+	}
+	return out
+}
+
+func TestHTBRestartAdoptsLiveTree(t *testing.T) {
+	l := newHTBLab(t, 1e9)
+	src := newScriptedSource()
+	for s := uint64(1); s <= 6; s++ {
+		src.set(s, sessionFlows(s, int(s))...)
+	}
+	flows := downlinkOf(src.all())
+
+	// First daemon.
+	ap1 := l.applier(t)
+	e1, err := New(Options{Source: src, Downlink: ap1, Resync: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx1, stop1 := context.WithCancel(context.Background())
+	done1 := make(chan error, 1)
+	go func() { done1 <- e1.Run(ctx1) }()
+	want := l.wantTree(t, src.all())
+	l.waitShape(t, want, "first start")
+	for _, f := range flows {
+		l.send(t, f.Mark, 20)
+	}
+	before := classBytes(t, ap1)
+	before1 := l.actual(t)
+	stop1() // SIGTERM: classes stay
+	if err := <-done1; err != nil {
+		t.Fatalf("first daemon: %v", err)
+	}
+	if got := shape(l.actual(t)); got != shape(want) {
+		t.Fatalf("tree changed when the daemon stopped:\n%s", got)
+	}
+
+	// Second daemon over the live tree.
+	ap2 := l.applier(t)
+	log := &changeLog{}
+	startEngine(t, Options{Source: src, Downlink: ap2, Resync: time.Hour, Observer: log})
+	eventually(t, 10*time.Second, "second daemon's first reconcile", func() bool { return log.snapshot().applied >= 1 })
+	if ops := log.classOps(); len(ops) != 0 {
+		t.Fatalf("restart touched classes (must adopt them): %q", ops)
+	}
+	after1 := l.actual(t)
+	if shape(after1) != shape(before1) || len(after1.Classes) != len(before1.Classes) {
+		t.Fatalf("tree differs after restart")
+	}
+	for i := range before1.Classes {
+		if before1.Classes[i].Minor != after1.Classes[i].Minor {
+			t.Fatalf("class ids changed across the restart: %v -> %v", before1.Classes[i], after1.Classes[i])
+		}
+	}
+	for _, f := range flows {
+		l.send(t, f.Mark, 20)
+	}
+	after := classBytes(t, ap2)
+	if len(before) != len(flows) {
+		t.Fatalf("%d flow classes counted before restart, want %d", len(before), len(flows))
+	}
+	for cls, b := range before {
+		if b == 0 {
+			t.Errorf("class %s counted nothing before the restart: traffic not classified", cls)
+		}
+		if after[cls] <= b {
+			t.Errorf("class %s: %d bytes before restart, %d after: counters must keep growing", cls, b, after[cls])
+		}
+	}
+}
+
+func TestHTBDriftRepairedWithinResync(t *testing.T) {
+	l := newHTBLab(t, 1e9)
+	src := newScriptedSource()
+	for s := uint64(1); s <= 4; s++ {
+		src.set(s, sessionFlows(s, int(s))...)
+	}
+	const resync = 500 * time.Millisecond
+	ap := l.applier(t)
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: resync})
+	want := l.wantTree(t, src.all())
+	l.waitShape(t, want, "start")
+
+	victim := ap.Tree().FlowClasses()[0]
+	handle := ap.Tree().Handle(victim.Minor)
+	// Behind the daemon's back: a class deleted, another one's ceil
+	// changed.
+	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", handle)
+	other := ap.Tree().FlowClasses()[1]
+	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", ap.Tree().Handle(other.Parent),
+		"classid", ap.Tree().Handle(other.Minor), "htb", "rate", "8kbit", "ceil", "8kbit")
+	deleted := time.Now()
+	if shape(l.actual(t)) == shape(want) {
+		t.Fatal("tc did not change the tree")
+	}
+	l.waitShape(t, want, "drift repair")
+	if took := time.Since(deleted); took > resync+time.Second {
+		t.Fatalf("drift repaired after %v, want within one resync interval (%v) plus a reconcile", took, resync)
+	}
+}
