@@ -87,7 +87,7 @@ flows:
 	if diff := cmp.Diff(want, ff.Policy); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}
-	wf := []Flow{{ID: FlowID{16, 9}, Name: "U", QFI: 9, Direction: Uplink, GBR: 1_500_000, MBR: 3*mbit, SessionAMBR: 10 * mbit, Mark: 0x20009, TEID: 0x64}}
+	wf := []Flow{{ID: FlowID{16, 9}, Name: "U", QFI: 9, Direction: Uplink, GBR: 1_500_000, MBR: 3 * mbit, SessionAMBR: 10 * mbit, Mark: 0x20009, TEID: 0x64}}
 	if diff := cmp.Diff(wf, ff.Flows); diff != "" {
 		t.Errorf("flows (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,365 @@
+package shaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/internal/testenv"
+)
+
+// lab is a netns with a veth pair; dev is the shaped end.
+type lab struct {
+	ns  *testenv.NetNS
+	h   *netlink.Handle
+	dev string
+}
+
+func newLab(t testing.TB) *lab {
+	t.Helper()
+	testenv.RequireCmd(t, "ip", "tc")
+	ns := testenv.NewNetNS(t)
+	l := &lab{ns: ns, dev: "gqa0"}
+	ns.AddVethPair(t, l.dev, "gqb0")
+	ns.Run(t, "ip", "addr", "add", "10.77.0.1/24", "dev", l.dev)
+	// A neighbour that does not exist: packets leave dev and are dropped
+	// by the peer (wrong MAC), so no receiver is needed.
+	ns.Run(t, "ip", "neigh", "add", "10.77.0.9", "lladdr", "02:00:00:00:00:09", "dev", l.dev)
+	h, err := netlink.NewHandleAt(ns.Handle)
+	if err != nil {
+		t.Fatalf("netlink handle in %s: %v", ns.Name, err)
+	}
+	t.Cleanup(h.Close)
+	l.h = h
+	return l
+}
+
+// send sends n marked UDP datagrams of size bytes out of dev.
+func (l *lab) send(t testing.TB, mark uint32, n, size int) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	if err := netns.Set(l.ns.Handle); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if serr := netns.Set(orig); serr != nil {
+		t.Fatal(serr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_MARK, int(mark)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, size)
+	for i := 0; i < n; i++ {
+		if err := unix.Sendto(fd, buf, 0, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{10, 77, 0, 9}}); err != nil {
+			t.Fatalf("send mark %#x: %v", mark, err)
+		}
+	}
+}
+
+// waitPackets waits until class minor has counted at least n packets.
+func (l *lab) waitPackets(t testing.TB, rec *Reconciler, minor uint16, n uint64) ClassStats {
+	t.Helper()
+	var s ClassStats
+	for i := 0; i < 100; i++ {
+		st, err := rec.ClassStats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = st[uint32(OwnedMajor)<<16|uint32(minor)]
+		if s.Packets >= n {
+			return s
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("class %x:%x counted %d packets, want >= %d", OwnedMajor, minor, s.Packets, n)
+	return s
+}
+
+var tcClassRe = regexp.MustCompile(`class htb (\S+) (?:parent (\S+)|root)(?: leaf \S+)?(?: prio (\d+))? rate (\S+) ceil (\S+) burst (\S+) cburst (\S+)`)
+
+// tcClasses returns `tc class show` as sorted "id parent rate ceil burst cburst" lines.
+func (l *lab) tcClasses(t testing.TB) []string {
+	t.Helper()
+	out := l.ns.Run(t, "tc", "class", "show", "dev", l.dev)
+	var lines []string
+	for _, ln := range strings.Split(strings.TrimSpace(out), "\n") {
+		if ln == "" {
+			continue
+		}
+		m := tcClassRe.FindStringSubmatch(ln)
+		if m == nil {
+			t.Fatalf("unparsed tc class line %q", ln)
+		}
+		parent := m[2]
+		if parent == "" {
+			parent = "root"
+		}
+		lines = append(lines, strings.Join([]string{m[1], parent, m[4], m[5], m[6], m[7]}, " "))
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func mustPlan(t testing.TB, flows []Flow, pol Policy) *Tree {
+	t.Helper()
+	tree, probs := Plan(flows, pol)
+	if p, bad := FirstError(probs); bad {
+		t.Fatalf("plan: %v", p)
+	}
+	return tree
+}
+
+func mustReconcile(t testing.TB, rec *Reconciler, tree *Tree) Result {
+	t.Helper()
+	res, err := rec.Reconcile(context.Background(), tree)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return res
+}
+
+var directPkts = regexp.MustCompile(`direct_packets_stat \d+ `)
+
+// qdiscs returns `tc qdisc show` without counters.
+func (l *lab) qdiscs(t testing.TB) string {
+	t.Helper()
+	return directPkts.ReplaceAllString(l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev), "")
+}
+
+// matches checks that the kernel's tree is the desired one.
+func (l *lab) matches(t testing.TB, rec *Reconciler, want *Tree) {
+	t.Helper()
+	act, err := rec.Actual(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(compact(want), compact(act)); diff != "" {
+		t.Errorf("kernel tree differs from the plan (-want +kernel):\n%s", diff)
+	}
+}
+
+func TestIntegrationApplyStaticReset(t *testing.T) {
+	l := newLab(t)
+	before := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev)
+	ctx := context.Background()
+	rec := NewReconciler(l.h, l.dev)
+	aware := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+
+	res := mustReconcile(t, rec, aware)
+	t.Logf("first apply: %s", res)
+	if !res.CreatedRoot || len(res.Created) != 3 || len(res.Deleted) != 0 || res.Classifier.Added != 3 {
+		t.Errorf("first apply %s: want root created, 3 flow classes and 3 classifier entries", res.Summary())
+	}
+	want := []string{
+		"6771:1 root 30Mbit 30Mbit 32Kb 32Kb",
+		"6771:10 6771:1 15Mbit 18Mbit 32Kb 32Kb",
+		"6771:11 6771:1 5Mbit 6Mbit 32Kb 32Kb",
+		"6771:12 6771:1 1Mbit 30Mbit 32Kb 32Kb",
+		"6771:2 6771:1 1Mbit 30Mbit 32Kb 32Kb",
+	}
+	if got := l.tcClasses(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("tc class show:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Second apply: nothing to write.
+	if res := mustReconcile(t, rec, aware); !res.InSync() || res.Writes != 0 || res.Changes() != 0 {
+		t.Errorf("second apply: %s; want in sync with 0 writes", res.Summary())
+	}
+	// A new Reconciler (gtpqos restarted) adopts the tree without writing.
+	rec2 := NewReconciler(l.h, l.dev)
+	if res := mustReconcile(t, rec2, aware); !res.InSync() || !res.Adopted {
+		t.Errorf("apply after restart: %s; want adopted, in sync", res.Summary())
+	}
+
+	// Classification works: each mark lands in its class.
+	for i, mark := range []uint32{2, 3, 4} {
+		l.send(t, mark, 5, 200)
+		l.waitPackets(t, rec, uint16(0x10+i), 5)
+	}
+	l.send(t, 99, 3, 200) // unknown mark: default class
+	l.waitPackets(t, rec, DefaultMinor, 3)
+	stA := l.waitPackets(t, rec, 0x10, 5)
+
+	// Switch to static: the three classes change in place.
+	spol := DefaultPolicy(30 * mbit)
+	spol.Mode = Static
+	prev, err := rec.Actual(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spol.Previous = prev
+	static := mustPlan(t, seedFlows(), spol)
+	res = mustReconcile(t, rec, static)
+	if len(res.Changed) != 3 || len(res.Created) != 0 || len(res.Deleted) != 0 || res.Classifier.Added+res.Classifier.Deleted+res.Classifier.Changed != 0 {
+		t.Errorf("switch to static: %s; want exactly 3 classes changed in place", res.Summary())
+	}
+	for _, ln := range l.tcClasses(t) {
+		if strings.HasPrefix(ln, "6771:1") && !strings.HasPrefix(ln, "6771:1 ") && !strings.Contains(ln, "10Mbit 30Mbit") {
+			t.Errorf("static class %q, want 10Mbit/30Mbit", ln)
+		}
+	}
+	afterSwitch := l.waitPackets(t, rec, 0x10, 5)
+	if afterSwitch.Bytes < stA.Bytes || afterSwitch.Packets < stA.Packets {
+		t.Errorf("class 10 counters reset by the switch: %d -> %d bytes", stA.Bytes, afterSwitch.Bytes)
+	}
+	l.send(t, 2, 4, 200)
+	l.waitPackets(t, rec, 0x10, stA.Packets+4)
+
+	// Reset restores the device.
+	if err := rec.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); after != before {
+		t.Errorf("after reset qdiscs:\n%s\nbefore:\n%s", after, before)
+	}
+	if f := l.ns.Run(t, "tc", "filter", "show", "dev", l.dev); strings.TrimSpace(f) != "" {
+		t.Errorf("filters left after reset:\n%s", f)
+	}
+	if tr, err := rec.Actual(ctx); err != nil || tr != nil {
+		t.Errorf("Actual after reset: %v, %v; want no tree", tr, err)
+	}
+}
+
+func TestIntegrationForeignRoot(t *testing.T) {
+	l := newLab(t)
+	l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "1:", "htb", "default", "3")
+	before := l.qdiscs(t)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	_, err := NewReconciler(l.h, l.dev).Reconcile(context.Background(), tree)
+	if !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), l.dev) {
+		t.Fatalf("reconcile over a foreign root: %v; want ErrNotOwned naming the device and --force", err)
+	}
+	if after := l.qdiscs(t); after != before {
+		t.Errorf("foreign tree touched:\n%s\nwas:\n%s", after, before)
+	}
+	// Reset leaves a foreign tree alone too.
+	if err := NewReconciler(l.h, l.dev).Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := l.qdiscs(t); after != before {
+		t.Errorf("reset touched a foreign tree:\n%s", after)
+	}
+	res, err := NewReconciler(l.h, l.dev, WithForce(true)).Reconcile(context.Background(), tree)
+	if err != nil || !res.CreatedRoot {
+		t.Fatalf("forced reconcile: %v, %s", err, res.Summary())
+	}
+	if got := len(l.tcClasses(t)); got != 5 {
+		t.Errorf("%d classes after forced apply, want 5", got)
+	}
+}
+
+func TestIntegrationDriftRepair(t *testing.T) {
+	l := newLab(t)
+	rec := NewReconciler(l.h, l.dev)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	first := mustReconcile(t, rec, tree)
+	want := l.tcClasses(t)
+
+	// Behind gtpqos's back: change flow A's class, delete flow B's class
+	// (and its fw filter, which would pin it), remove the root's default.
+	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", "6771:10", "htb", "rate", "7mbit", "ceil", "9mbit")
+	if first.ClassifierKind == KindFw {
+		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", "0x3", "fw")
+	}
+	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", "6771:11")
+
+	res := mustReconcile(t, rec, tree)
+	if fmt.Sprint(res.Changed) != "[16]" || fmt.Sprint(res.Created) != "[17]" || len(res.Deleted) != 0 {
+		t.Errorf("repair: %s (changed %x, created %x); want class 10 changed and 11 created", res.Summary(), res.Changed, res.Created)
+	}
+	if got := l.tcClasses(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("after repair:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	l.send(t, 3, 4, 200)
+	l.waitPackets(t, rec, 0x11, 4)
+
+	// Classifier removed behind our back: it comes back.
+	prio := "20"
+	if first.ClassifierKind == KindFw {
+		prio = "10"
+	}
+	l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", prio)
+	res = mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(first.ClassifierKind)), tree)
+	if res.Classifier.Added != 3 {
+		t.Errorf("classifier repair: %s; want 3 entries added", res.Summary())
+	}
+	l.send(t, 4, 4, 200)
+	l.waitPackets(t, rec, 0x12, 4)
+	if res := mustReconcile(t, rec, tree); !res.InSync() {
+		t.Errorf("after repairs: %s; want in sync", res.Summary())
+	}
+}
+
+func TestIntegrationFlowsComeAndGo(t *testing.T) {
+	l := newLab(t)
+	rec := NewReconciler(l.h, l.dev)
+	pol := DefaultPolicy(100 * mbit)
+	mk := func(qers ...uint32) []Flow {
+		var out []Flow
+		for _, q := range qers {
+			out = append(out, Flow{ID: FlowID{9, q}, GBR: mbit, Mark: 0x100 + q, SessionAMBR: 0})
+		}
+		return out
+	}
+	t1 := mustPlan(t, mk(1, 2, 3), pol)
+	mustReconcile(t, rec, t1)
+	// Remove 2, add 4 and 5 (also a session with AMBR for 6 and 7).
+	pol.Previous = t1
+	fl := mk(1, 3, 4, 5)
+	fl = append(fl, Flow{ID: FlowID{10, 1}, Mark: 0x201, SessionAMBR: 5 * mbit}, Flow{ID: FlowID{10, 2}, Mark: 0x202, SessionAMBR: 5 * mbit})
+	t2 := mustPlan(t, fl, pol)
+	res := mustReconcile(t, rec, t2)
+	// Flow 2's freed minor is reused by the first new class (changed in
+	// place, cheaper than delete + add).
+	if len(res.Deleted) != 0 || len(res.Created) != 4 || len(res.Changed) != 1 {
+		t.Errorf("%s; want 4 created + 1 reused (2 flows, 1 session, 2 session flows), 0 deleted", res.Summary())
+	}
+	l.matches(t, rec, t2)
+	act, err := rec.Actual(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The actual tree, planned against, gives the same minors and no writes.
+	pol.Previous = act
+	t3 := mustPlan(t, fl, pol)
+	if res := mustReconcile(t, rec, t3); !res.InSync() {
+		t.Errorf("replan against the kernel tree: %s; want in sync", res.Summary())
+	}
+	l.send(t, 0x202, 3, 200)
+	c, _ := t3.FlowClass(FlowID{10, 2})
+	l.waitPackets(t, rec, c.Minor, 3)
+	// Drop the AMBR: the session's flows move under the link class.
+	for i := range fl {
+		fl[i].SessionAMBR = 0
+	}
+	t4 := mustPlan(t, fl, pol)
+	res = mustReconcile(t, rec, t4)
+	if len(res.Deleted)+len(res.Changed) != 3 || len(res.Created)+len(res.Changed) != 2 {
+		t.Errorf("AMBR removed: %s; want the session and its 2 flows gone and 2 flows under the link", res.Summary())
+	}
+	l.matches(t, rec, t4)
+	if res := mustReconcile(t, rec, t4); !res.InSync() {
+		t.Errorf("after move: %s; want in sync", res.Summary())
+	}
+}
