@@ -110,7 +110,10 @@ func Figure1(res *Results) []byte {
 	var vmax float64
 	for _, as := range res.Arms {
 		for _, f := range as.Flows {
-			vmax = math.Max(vmax, math.Max(f.Goodput.Hi, math.Max(f.GBR, f.MBR)))
+			vmax = math.Max(vmax, math.Max(f.Goodput.Hi, f.GBR))
+			if f.HasMBR {
+				vmax = math.Max(vmax, f.MBR)
+			}
 		}
 	}
 	top, step := niceMax(vmax * 1.08)
@@ -135,7 +138,11 @@ func Figure1(res *Results) []byte {
 				d.line(cx-6, yOf(f.Goodput.Hi), cx+6, yOf(f.Goodput.Hi), "#000", 1.5, "")
 				d.line(cx-6, yOf(f.Goodput.Lo), cx+6, yOf(f.Goodput.Lo), "#000", 1.5, "")
 			}
-			d.text(cx, by-6, "middle", `font-size="11"`, fmt.Sprintf("%.3f", f.Goodput.Mean))
+			if y1-by > 20 {
+				d.text(cx, by+15, "middle", `font-size="11" fill="#ffffff" font-weight="bold"`, fmt.Sprintf("%.3f", f.Goodput.Mean))
+			} else {
+				d.text(cx, by-6, "middle", `font-size="11"`, fmt.Sprintf("%.3f", f.Goodput.Mean))
+			}
 		}
 		if f0.HasGBR {
 			y := yOf(f0.GBR)
@@ -182,7 +189,11 @@ func Figure2(res *Results) []byte {
 	for ai, as := range res.Arms {
 		py := 60 + panelH*float64(ai)
 		x0, y0, x1, y1 := 70.0, py+20, 800.0, py+panelH-40
-		d.text(x0, py+12, "start", `font-weight="bold"`, fmt.Sprintf("%s (%s)", as.Arm.Name, as.Mode))
+		title := as.Arm.Name
+		if as.Mode != as.Arm.Name {
+			title += " (" + as.Mode + ")"
+		}
+		d.text(x0, py+12, "start", `font-weight="bold"`, title)
 		d.yAxis(x0, y0, x1, y1, top, step, "Mbit/s")
 		span := float64(max(res.WindowTo-res.WindowFrom-1, 1))
 		xOf := func(s int) float64 { return x0 + (x1-x0)*float64(s-res.WindowFrom)/span }
@@ -205,8 +216,9 @@ func Figure2(res *Results) []byte {
 			}
 			fmt.Fprintf(&d.b, `<polygon points="%s" fill="%s" fill-opacity="0.2" stroke="none"/>`+"\n", strings.Join(append(upper, lower...), " "), c)
 			fmt.Fprintf(&d.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(mid, " "), c)
-			d.rect(x1-150, y0+4+16*float64(fi), 12, 3, c)
-			d.text(x1-132, y0+10+16*float64(fi), "start", `font-size="11"`, fmt.Sprintf("%s %.3f", contractLabel(f), f.Goodput.Mean))
+			lx := x0 + 200 + 180*float64(fi)
+			d.rect(lx, py+6, 14, 4, c)
+			d.text(lx+18, py+12, "start", `font-size="11"`, fmt.Sprintf("flow %s: %.3f Mbit/s", f.Name, f.Goodput.Mean))
 		}
 	}
 	return d.bytes()
