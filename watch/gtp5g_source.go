@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/shaper"
 )
 
-// ViewFunc joins gtp5g's rules into QoS flows (qosview's join).
-type ViewFunc func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) ([]shaper.Flow, error)
+// ViewFunc joins gtp5g's rules into QoS flows (qosview's join). Problems
+// are rules it could not map (one line each, naming session and rule).
+type ViewFunc func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) (flows []shaper.Flow, problems []string)
 
 // GTP5GSource is the Source backed by gtp5g through gtpnl. It dials lazily
 // and again after any failure, so an unloaded and reloaded module is picked
@@ -21,11 +23,15 @@ type GTP5GSource struct {
 	Dial func() (*gtpnl.Client, error)
 	// View joins the dumps into flows.
 	View ViewFunc
-	// Events enables Subscribe (the gtp5g patch's QoS events).
+	// WithEvents enables Subscribe (the gtp5g patch's QoS events).
 	WithEvents bool
+	// OnViewProblems, if set, is called with the view's problems whenever
+	// they differ from the last dump's (an empty list: all solved).
+	OnViewProblems func(problems []string)
 
-	mu sync.Mutex
-	c  *gtpnl.Client
+	mu       sync.Mutex
+	c        *gtpnl.Client
+	problems string
 }
 
 // client returns the open client, dialling if needed.
@@ -86,10 +92,8 @@ func (s *GTP5GSource) Snapshot(ctx context.Context) ([]shaper.Flow, error) {
 		s.drop(c)
 		return nil, err
 	}
-	flows, err := s.View(qers, pdrs, fars)
-	if err != nil {
-		return nil, fmt.Errorf("qos view: %w", err)
-	}
+	flows, problems := s.View(qers, pdrs, fars)
+	s.reportProblems(problems)
 	return flows, nil
 }
 
@@ -156,4 +160,16 @@ func eventSEID(ev gtpnl.Event) uint64 {
 		return ev.FAR.SEID
 	}
 	return 0
+}
+
+// reportProblems calls OnViewProblems when the set of problems changed.
+func (s *GTP5GSource) reportProblems(problems []string) {
+	key := strings.Join(problems, "\n")
+	s.mu.Lock()
+	changed := key != s.problems
+	s.problems = key
+	s.mu.Unlock()
+	if changed && s.OnViewProblems != nil {
+		s.OnViewProblems(problems)
+	}
 }
