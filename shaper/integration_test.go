@@ -363,3 +363,29 @@ func TestIntegrationFlowsComeAndGo(t *testing.T) {
 		t.Errorf("after move: %s; want in sync", res.Summary())
 	}
 }
+
+// TestIntegrationScale10kOneFlow checks that adding or removing one flow at
+// 10,000 flows touches one class and one classifier entry, not the tree.
+func TestIntegrationScale10kOneFlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds 10,000 HTB classes (~10 s)")
+	}
+	l := newLab(t)
+	rec := NewReconciler(l.h, l.dev)
+	base := scaleFlows(1, 10_000)
+	prev, _ := applyScale(t, rec, base, nil)
+
+	plus := append(append([]Flow(nil), base...), scaleFlows(20_001, 1)...)
+	t2, res := applyScale(t, rec, plus, prev)
+	if len(res.Created) != 1 || len(res.Changed) != 0 || len(res.Deleted) != 0 || res.Classifier.Added != 1 || res.Writes != 2 {
+		t.Errorf("add one at 10k: %s; want 1 class + 1 classifier entry, 2 writes", res.Summary())
+	}
+	minus := append([]Flow(nil), plus[1:]...)
+	t3, res := applyScale(t, rec, minus, t2)
+	if len(res.Deleted) != 1 || len(res.Created) != 0 || len(res.Changed) != 0 || res.Classifier.Deleted != 1 || res.Writes != 2 {
+		t.Errorf("remove one at 10k: %s; want 1 class + 1 classifier entry deleted, 2 writes", res.Summary())
+	}
+	if _, res := applyScale(t, rec, minus, t3); !res.InSync() {
+		t.Errorf("again at 10k: %s; want in sync", res.Summary())
+	}
+}

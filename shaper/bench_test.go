@@ -1,0 +1,121 @@
+package shaper
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// scaleFlows returns n GBR flows (100 kbit/s guaranteed, 1 Mbit/s max)
+// with qer ids and marks starting at first.
+func scaleFlows(first, n int) []Flow {
+	fl := make([]Flow, n)
+	for i := range fl {
+		id := uint32(first + i)
+		fl[i] = Flow{ID: FlowID{SEID: uint64(id/4 + 1), QERID: id}, QFI: uint8(id % 64), Direction: Downlink,
+			GBR: 100_000, MBR: mbit, Mark: 0x10000 + id}
+	}
+	return fl
+}
+
+func scalePolicy() Policy { return DefaultPolicy(10_000 * mbit) }
+
+// rssMB returns the process's resident set size in MB.
+func rssMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, ln := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(ln, "VmRSS:") {
+			f := strings.Fields(ln)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// applyScale plans and reconciles flows against the reconciler's tree.
+func applyScale(tb testing.TB, rec *Reconciler, flows []Flow, prev *Tree) (*Tree, Result) {
+	pol := scalePolicy()
+	pol.Previous = prev
+	tree := mustPlan(tb, flows, pol)
+	return tree, mustReconcile(tb, rec, tree)
+}
+
+func BenchmarkPlan10k(b *testing.B) {
+	fl := scaleFlows(1, 10_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		Plan(fl, scalePolicy())
+	}
+}
+
+func benchFromEmpty(b *testing.B, n int) {
+	l := newLab(b)
+	rec := NewReconciler(l.h, l.dev)
+	fl := scaleFlows(1, n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		applyScale(b, rec, fl, nil)
+		b.StopTimer()
+		if err := rec.Reset(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n), "flows")
+	b.ReportMetric(rssMB(), "rss-MB")
+}
+
+// BenchmarkApplyFromEmpty1k plans and applies 1,000 flows on an empty device.
+func BenchmarkApplyFromEmpty1k(b *testing.B) { benchFromEmpty(b, 1_000) }
+
+// BenchmarkApplyFromEmpty10k plans and applies 10,000 flows on an empty
+// device; rss-MB is the test process's RSS after it (plan + reconciler +
+// the kernel dump buffers).
+func BenchmarkApplyFromEmpty10k(b *testing.B) { benchFromEmpty(b, 10_000) }
+
+// benchStep sets up 10k flows, then times one step from base to next and
+// back (the way back is untimed).
+func benchStep(b *testing.B, base, next []Flow) {
+	l := newLab(b)
+	rec := NewReconciler(l.h, l.dev)
+	prev, _ := applyScale(b, rec, base, nil)
+	var writes, changes int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t2, res := applyScale(b, rec, next, prev)
+		writes, changes = res.Writes, res.Changes()
+		b.StopTimer()
+		prev, _ = applyScale(b, rec, base, t2)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(writes), "writes")
+	b.ReportMetric(float64(changes), "changes")
+	b.ReportMetric(rssMB(), "rss-MB")
+}
+
+// BenchmarkAddOneAt10k adds one flow to 10,000.
+func BenchmarkAddOneAt10k(b *testing.B) {
+	base := scaleFlows(1, 10_000)
+	benchStep(b, base, append(append([]Flow(nil), base...), scaleFlows(20_001, 1)...))
+}
+
+// BenchmarkRemoveOneAt10k removes one flow of 10,000.
+func BenchmarkRemoveOneAt10k(b *testing.B) {
+	base := scaleFlows(1, 10_000)
+	benchStep(b, base, base[1:])
+}
+
+// BenchmarkChurn1PctAt10k removes 100 flows of 10,000 and adds 100 others.
+func BenchmarkChurn1PctAt10k(b *testing.B) {
+	base := scaleFlows(1, 10_000)
+	next := append(append([]Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
+	benchStep(b, base, next)
+}
