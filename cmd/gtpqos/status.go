@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/kmod"
+	"github.com/free5gc/gtpqos/qosview"
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+func init() {
+	register(command{
+		name:    "status",
+		summary: "show the QoS flows as gtp5g holds them (SEID, QER, QFI, direction, GBR, MBR, mark) and the module's knobs",
+		run:     runStatus,
+	})
+}
+
+// statusClassInfo is what the shaper knows about one flow's class.
+type statusClassInfo struct {
+	// Class is the HTB class id ("1:10").
+	Class string
+	// Rate is the class's live rate in bit/s.
+	Rate uint64
+}
+
+// statusFlowKey names a flow in one direction's tree.
+type statusFlowKey struct {
+	ID        shaper.FlowID
+	Direction shaper.Direction
+}
+
+// statusClasses fills the class and live-rate columns when a tree exists.
+// HOOK for the lead: wire it to the shaper (Reconciler.ClassStats on N3 for
+// downlink and N6 for uplink, mapped through the planned tree's flow
+// classes). While nil the columns show "-".
+var statusClasses func(ctx context.Context, flows []shaper.Flow) (map[statusFlowKey]statusClassInfo, error)
+
+// statusSource is what status reads; gtp5gStatusSource is the real one.
+type statusSource interface {
+	loaded() (bool, error)
+	version() (string, gtpnl.Features, error)
+	markMode(gtpnl.Features) (gtpnl.MarkMode, error)
+	policer(gtpnl.Features) (bool, string, error)
+	rules() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR, error)
+	close()
+}
+
+// statusReport is status's output (also its --json form).
+type statusReport struct {
+	Version  string       `json:"version"`
+	Features []string     `json:"features"`
+	MarkMode string       `json:"mark_mode"`
+	Policer  string       `json:"policer"`
+	Flows    []statusFlow `json:"flows"`
+	Problems []string     `json:"problems"`
+}
+
+type statusFlow struct {
+	SEID        uint64 `json:"seid"`
+	QER         uint32 `json:"qer"`
+	QFI         uint8  `json:"qfi"`
+	Direction   string `json:"direction"`
+	GBR         uint64 `json:"gbr_bps"`
+	MBR         uint64 `json:"mbr_bps"`
+	SessionAMBR uint64 `json:"session_ambr_bps"`
+	Mark        uint32 `json:"mark"`
+	TEID        uint32 `json:"teid"`
+	Class       string `json:"class,omitempty"`
+	Rate        uint64 `json:"rate_bps,omitempty"`
+}
+
+func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: gtpqos status [--json]")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil
+		}
+		return usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	src := &gtp5gStatusSource{mod: kmod.Host()}
+	defer src.close()
+	rep, err := collectStatus(ctx, src)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	renderStatus(stdout, rep)
+	return nil
+}
+
+// collectStatus reads gtp5g and joins its rules into flows.
+func collectStatus(ctx context.Context, src statusSource) (statusReport, error) {
+	var rep statusReport
+	if ok, err := src.loaded(); err != nil {
+		return rep, err
+	} else if !ok {
+		return rep, kmod.ErrNotLoaded
+	}
+	v, feats, err := src.version()
+	if err != nil {
+		return rep, err
+	}
+	rep.Version = v
+	rep.Features = featureNames(feats)
+	mode, err := src.markMode(feats)
+	if err != nil {
+		return rep, err
+	}
+	rep.MarkMode = mode.String()
+	on, via, err := src.policer(feats)
+	if err != nil {
+		rep.Policer = "unknown (" + err.Error() + ")"
+	} else {
+		rep.Policer = map[bool]string{true: "on", false: "off"}[on] + " (" + via + ")"
+	}
+	qers, pdrs, fars, err := src.rules()
+	if err != nil {
+		return rep, err
+	}
+	flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
+	var classes map[statusFlowKey]statusClassInfo
+	if statusClasses != nil {
+		if classes, err = statusClasses(ctx, flows); err != nil {
+			rep.Problems = append(rep.Problems, "class stats: "+err.Error())
+		}
+	}
+	rep.Flows = make([]statusFlow, 0, len(flows))
+	for _, f := range flows {
+		sf := statusFlow{SEID: f.ID.SEID, QER: f.ID.QERID, QFI: f.QFI, Direction: f.Direction.String(),
+			GBR: f.GBR, MBR: f.MBR, SessionAMBR: f.SessionAMBR, Mark: f.Mark, TEID: f.TEID}
+		if ci, ok := classes[statusFlowKey{f.ID, f.Direction}]; ok {
+			sf.Class, sf.Rate = ci.Class, ci.Rate
+		}
+		rep.Flows = append(rep.Flows, sf)
+	}
+	for _, p := range problems {
+		rep.Problems = append(rep.Problems, p.String())
+	}
+	if rep.Problems == nil {
+		rep.Problems = []string{}
+	}
+	return rep, nil
+}
+
+func featureNames(f gtpnl.Features) []string {
+	names := []string{}
+	for _, x := range []struct {
+		bit  gtpnl.Features
+		name string
+	}{{gtpnl.FeatureFlowMark, "flow-mark"}, {gtpnl.FeatureQoSEvents, "qos-events"}, {gtpnl.FeaturePolicerCtrl, "policer-ctrl"}, {gtpnl.FeatureMarkCtrl, "mark-ctrl"}} {
+		if f.Has(x.bit) {
+			names = append(names, x.name)
+		}
+	}
+	return names
+}
+
+func renderStatus(w io.Writer, rep statusReport) {
+	feats := "none (stock gtp5g)"
+	if len(rep.Features) > 0 {
+		feats = fmt.Sprint(rep.Features)
+	}
+	fmt.Fprintf(w, "gtp5g %s  features: %s  mark mode: %s  native policer: %s\n", rep.Version, feats, rep.MarkMode, rep.Policer)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEID\tQER\tQFI\tDIR\tGBR\tMBR\tAMBR\tMARK\tTEID\tCLASS\tRATE")
+	dash := func(v uint64, s string) string {
+		if v == 0 {
+			return "-"
+		}
+		return s
+	}
+	for _, f := range rep.Flows {
+		class := f.Class
+		if class == "" {
+			class = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", f.SEID, f.QER, f.QFI, f.Direction,
+			dash(f.GBR, shaper.FormatRate(f.GBR)), dash(f.MBR, shaper.FormatRate(f.MBR)), dash(f.SessionAMBR, shaper.FormatRate(f.SessionAMBR)),
+			dash(uint64(f.Mark), fmt.Sprintf("%#x", f.Mark)), f.TEID, class, dash(f.Rate, shaper.FormatRate(f.Rate)))
+	}
+	_ = tw.Flush()
+	if len(rep.Flows) == 0 {
+		fmt.Fprintln(w, "(no rate-bearing QoS flows)")
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "problem: %s\n", p)
+	}
+}
+
+// gtp5gStatusSource reads the running system: sysfs/procfs via kmod,
+// rules and patch knobs via gtpnl.
+type gtp5gStatusSource struct {
+	mod kmod.Module
+	c   *gtpnl.Client
+}
+
+func (s *gtp5gStatusSource) loaded() (bool, error) { return s.mod.Loaded() }
+
+func (s *gtp5gStatusSource) version() (string, gtpnl.Features, error) {
+	c, err := gtpnl.Dial()
+	if err != nil {
+		return "", 0, err
+	}
+	s.c = c
+	v, err := c.Version()
+	if err != nil {
+		return "", 0, err
+	}
+	f, err := c.Features()
+	return v, f, err
+}
+
+func (s *gtp5gStatusSource) markMode(f gtpnl.Features) (gtpnl.MarkMode, error) {
+	if !f.Has(gtpnl.FeatureMarkCtrl) {
+		return gtpnl.MarkOff, nil // stock gtp5g never marks
+	}
+	return s.c.MarkMode()
+}
+
+func (s *gtp5gStatusSource) policer(f gtpnl.Features) (bool, string, error) {
+	return readPolicer(s.c, f, s.mod)
+}
+
+func (s *gtp5gStatusSource) rules() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR, error) {
+	qers, err := s.c.QERs()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pdrs, err := s.c.PDRs()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fars, err := s.c.FARs()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return qers, pdrs, fars, nil
+}
+
+func (s *gtp5gStatusSource) close() {
+	if s.c != nil {
+		_ = s.c.Close()
+	}
+}
