@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/free5gc/gtpqos/internal/testenv"
+)
+
+const examples = "../../examples/"
+
+// runIn runs the CLI with its netlink handle inside ns (nil: here).
+func runIn(t *testing.T, ns *testenv.NetNS, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if ns == nil {
+		rc := run(args, &out, &errb)
+		return rc, out.String(), errb.String()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	if err := netns.Set(ns.Handle); err != nil {
+		t.Fatal(err)
+	}
+	rc := run(args, &out, &errb)
+	if err := netns.Set(orig); err != nil {
+		t.Fatal(err)
+	}
+	return rc, out.String(), errb.String()
+}
+
+func TestPlanSeedFiles(t *testing.T) {
+	rc, out, errs := runIn(t, nil, "plan", "-f", examples+"seed-aware.yaml", "--dev", "eth1")
+	if rc != 0 {
+		t.Fatalf("plan aware: rc %d, stderr %q", rc, errs)
+	}
+	for _, want := range []string{
+		"root handle 6771: htb default 2",
+		"classid 6771:1 htb rate 30mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
+		"classid 6771:2 htb rate 1mbit ceil 30mbit",
+		"parent 6771:1 classid 6771:10 htb rate 15mbit ceil 18mbit burst 32k cburst 32k quantum 12500",
+		"parent 6771:1 classid 6771:11 htb rate 5mbit ceil 6mbit burst 32k cburst 32k quantum 12500",
+		"parent 6771:1 classid 6771:12 htb rate 1mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
+		"handle 0x2 fw flowid 6771:10", "handle 0x3 fw flowid 6771:11", "handle 0x4 fw flowid 6771:12",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan aware output lacks %q:\n%s", want, out)
+		}
+	}
+	rc, out, _ = runIn(t, nil, "plan", "-f", examples+"seed-static.yaml")
+	if rc != 0 || strings.Count(out, "htb rate 10mbit ceil 30mbit") != 3 {
+		t.Errorf("plan static: rc %d, want three 10/30 classes:\n%s", rc, out)
+	}
+}
+
+// badFiles are invalid inputs, each with what the one-line error must name.
+var badFiles = []struct{ name, body, want string }{
+	{"mbr-below-gbr", "link: 30mbit\nflows:\n  - {name: B, qer: 2, qfi: 3, gbr: 5mbit, mbr: 4mbit, mark: 3}\n", "flow B: mbr"},
+	{"gbr-sum", "link: 30mbit\nflows:\n  - {name: A, qer: 1, gbr: 20mbit, mark: 2}\n  - {name: B, qer: 2, gbr: 20mbit, mark: 3}\n", "flow B (seid=0 qer=2): gbr"},
+	{"qfi", "link: 30mbit\nflows:\n  - {name: C, qer: 3, qfi: 64, mark: 4}\n", "flow C: qfi"},
+	{"unknown-key", "link: 30mbit\nflows:\n  - {name: A, qer: 1, gbr: 5mbit, colour: red}\n", `unknown key "colour"`},
+	{"non-numeric", "link: 30mbit\nflows:\n  - {name: A, qer: 1, gbr: lots}\n", "flow A: gbr"},
+	{"negative", "link: 30mbit\nflows:\n  - {name: A, qer: 1, mbr: -3mbit}\n", "flow A: mbr"},
+}
+
+func writeBad(t *testing.T) map[string]string {
+	dir := t.TempDir()
+	out := map[string]string{}
+	for _, b := range badFiles {
+		p := filepath.Join(dir, b.name+".yaml")
+		if err := os.WriteFile(p, []byte(b.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out[b.name] = p
+	}
+	return out
+}
+
+func oneLine(t *testing.T, what, stderr, want string) {
+	t.Helper()
+	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("%s: stderr %q; want one line naming %q", what, stderr, want)
+	}
+}
+
+func TestPlanBadInput(t *testing.T) {
+	paths := writeBad(t)
+	for _, b := range badFiles {
+		rc, _, errs := runIn(t, nil, "plan", "-f", paths[b.name])
+		if rc == 0 {
+			t.Errorf("plan %s: rc 0, want failure", b.name)
+		}
+		oneLine(t, "plan "+b.name, errs, b.want)
+	}
+}
+
+var directPkts = regexp.MustCompile(`direct_packets_stat \d+ `)
+
+func TestIntegrationCLI(t *testing.T) {
+	testenv.RequireCmd(t, "ip", "tc")
+	ns := testenv.NewNetNS(t)
+	ns.AddVethPair(t, "gqc0", "gqd0")
+	state := func() string {
+		return directPkts.ReplaceAllString(ns.Run(t, "tc", "qdisc", "show", "dev", "gqc0")+
+			ns.Run(t, "tc", "class", "show", "dev", "gqc0")+ns.Run(t, "tc", "filter", "show", "dev", "gqc0"), "")
+	}
+	pristine := state()
+
+	rc, out, errs := runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml", "--dev", "gqc0")
+	if rc != 0 || !strings.Contains(out, "classes created 3") || !strings.Contains(out, "classifier ") {
+		t.Fatalf("apply aware: rc %d\n%s%s", rc, out, errs)
+	}
+	if n := strings.Count(ns.Run(t, "tc", "class", "show", "dev", "gqc0"), "class htb 6771:"); n != 5 {
+		t.Errorf("%d classes after apply, want 5 (link, default, A, B, C)", n)
+	}
+	rc, out, _ = runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml", "--dev", "gqc0")
+	if rc != 0 || !strings.Contains(out, "in sync") {
+		t.Errorf("second apply: rc %d, want 'in sync':\n%s", rc, out)
+	}
+
+	// Invalid input: one line, non-zero, the tree untouched.
+	applied := state()
+	paths := writeBad(t)
+	for _, b := range badFiles {
+		rc, _, errs := runIn(t, ns, "apply", "-f", paths[b.name], "--dev", "gqc0")
+		if rc == 0 {
+			t.Errorf("apply %s: rc 0, want failure", b.name)
+		}
+		oneLine(t, "apply "+b.name, errs, b.want)
+	}
+	rc, _, errs = runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml", "--dev", "nosuchdev0")
+	if rc == 0 {
+		t.Errorf("apply to a nonexistent device: rc 0")
+	}
+	oneLine(t, "nonexistent device", errs, "device nosuchdev0")
+	rc, _, errs = runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml")
+	if rc != 2 {
+		t.Errorf("apply without --dev: rc %d, want 2", rc)
+	}
+	oneLine(t, "missing device", errs, "--dev")
+	if now := state(); now != applied {
+		t.Errorf("invalid input changed the tree:\n%s\nwas:\n%s", now, applied)
+	}
+
+	rc, out, _ = runIn(t, ns, "apply", "-f", examples+"seed-static.yaml", "--dev", "gqc0")
+	if rc != 0 || !strings.Contains(out, "changed 3") || !strings.Contains(out, "created 0") {
+		t.Errorf("apply static: rc %d, want 3 classes changed in place:\n%s", rc, out)
+	}
+	rc, out, _ = runIn(t, ns, "reset", "--dev", "gqc0")
+	if rc != 0 || !strings.Contains(out, "removed") {
+		t.Errorf("reset: rc %d: %s", rc, out)
+	}
+	if now := state(); now != pristine {
+		t.Errorf("after reset:\n%s\nbefore apply:\n%s", now, pristine)
+	}
+
+	// A foreign root qdisc: refused without --force, replaced with it.
+	ns.Run(t, "tc", "qdisc", "add", "dev", "gqc0", "root", "handle", "1:", "htb")
+	foreign := state()
+	rc, _, errs = runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml", "--dev", "gqc0")
+	if rc == 0 {
+		t.Errorf("apply over a foreign root: rc 0")
+	}
+	oneLine(t, "foreign root", errs, "--force")
+	if now := state(); now != foreign {
+		t.Errorf("refused apply changed the foreign tree")
+	}
+	if rc, out, errs := runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml", "--dev", "gqc0", "--force"); rc != 0 {
+		t.Errorf("apply --force: rc %d\n%s%s", rc, out, errs)
+	}
+}
