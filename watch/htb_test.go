@@ -392,3 +392,63 @@ func TestHTBDriftRepairedWithinResync(t *testing.T) {
 		t.Fatalf("drift repaired after %v, want within one resync interval (%v) plus a reconcile", took, resync)
 	}
 }
+
+func TestHTBDeviceGoneAndBackIsRebuilt(t *testing.T) {
+	l := newHTBLab(t, 1e9)
+	src := newScriptedSource()
+	for s := uint64(1); s <= 4; s++ {
+		src.set(s, sessionFlows(s, int(s))...)
+	}
+	ap := l.applier(t)
+	obs := &recObserver{}
+	startEngine(t, Options{Source: src, Downlink: ap, Retry: 50 * time.Millisecond, Resync: 200 * time.Millisecond, Observer: obs})
+	want := l.wantTree(t, src.all())
+	l.waitShape(t, want, "start")
+
+	// The interface disappears (and its tree with it): the engine keeps
+	// running, reports the outage once, and keeps retrying.
+	l.ns.Run(t, "ip", "link", "del", l.dev)
+	eventually(t, 10*time.Second, "outage reported", func() bool {
+		return slices.Contains(obs.snapshot().degraded, l.dev)
+	})
+	// Sessions change while it is gone.
+	src.change(2)
+	src.change(7, sessionFlows(7, 1)...)
+	time.Sleep(300 * time.Millisecond)
+	if n := strings.Count(strings.Join(obs.snapshot().degraded, ","), l.dev); n != 1 {
+		t.Fatalf("outage reported %d times, want once (no per-retry noise)", n)
+	}
+
+	// It comes back: the tree is rebuilt for the current rule set.
+	l.ns.AddVethPair(t, l.dev, l.peer)
+	l.waitShape(t, l.wantTree(t, src.all()), "rebuild after the device came back")
+	eventually(t, 5*time.Second, "recovery reported", func() bool {
+		return slices.Contains(obs.snapshot().recovered, l.dev)
+	})
+	got := l.actual(t)
+	marks := 0
+	for _, c := range got.Classes {
+		if c.Role == shaper.RoleFlow && c.Mark != 0 {
+			marks++
+		}
+	}
+	if want := len(downlinkOf(src.all())); marks != want {
+		t.Fatalf("%d flow classes bound by the classifier after the rebuild, want %d", marks, want)
+	}
+	// And the classifier really works on the new device: marked packets
+	// land in their flows' classes.
+	l.ns.Run(t, "ip", "addr", "add", "10.77.0.1/24", "dev", l.dev)
+	l.ns.Run(t, "ip", "neigh", "add", "10.77.0.3", "lladdr", "02:00:00:00:00:03", "dev", l.dev)
+	for _, f := range downlinkOf(src.all()) {
+		l.send(t, f.Mark, 5)
+	}
+	counted := classBytes(t, ap)
+	if len(counted) != len(downlinkOf(src.all())) {
+		t.Fatalf("counters for %d flow classes, want %d", len(counted), len(downlinkOf(src.all())))
+	}
+	for cls, b := range counted {
+		if b == 0 {
+			t.Errorf("class %s counted nothing after the rebuild: traffic not classified on the new device", cls)
+		}
+	}
+}
