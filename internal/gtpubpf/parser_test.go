@@ -1,6 +1,10 @@
 package gtpubpf
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/free5gc/gtpqos/internal/testenv"
+)
 
 const (
 	classA       = 0x0001000a // 1:10
@@ -54,9 +58,34 @@ var parserCases = []struct {
 	{"non-first fragment: untouched", pkt{fragOff: 185, teid: 100, exts: []extHdr{pdu(5)}}, actUnspec, presetPrio, presetMark},
 }
 
-func loadParserMaps(t *testing.T) *Objects {
+// loadParserMaps loads the objects with the parser cases' map entries.
+func loadParserMaps(t testing.TB) *Objects {
 	t.Helper()
 	o := loadForTest(t)
+	fillParserMaps(t, o)
+	return o
+}
+
+// fuzzObjects is loaded once per fuzz process (loading per input would
+// dominate the run); it is never closed before the process exits.
+var fuzzObjects *Objects
+
+func loadParserMapsOnce(t testing.TB) *Objects {
+	t.Helper()
+	if fuzzObjects == nil {
+		testenv.RequireRoot(t)
+		o, err := Load(LoadOptions{})
+		if err != nil {
+			t.Skipf("kernel refuses to load BPF programs: %v", err)
+		}
+		fillParserMaps(t, o)
+		fuzzObjects = o
+	}
+	return fuzzObjects
+}
+
+func fillParserMaps(t testing.TB, o *Objects) {
+	t.Helper()
 	if _, err := o.SyncDownlink(map[Key]uint32{{100, 5}: classA, {200, 9}: classB, {0, 7}: classQFIOnly}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +95,6 @@ func loadParserMaps(t *testing.T) *Objects {
 	if err := o.SetDefaultClass(classDefault); err != nil {
 		t.Fatal(err)
 	}
-	return o
 }
 
 func TestDownlinkParser(t *testing.T) {
