@@ -452,3 +452,33 @@ func TestHTBDeviceGoneAndBackIsRebuilt(t *testing.T) {
 		}
 	}
 }
+
+func TestHTBCleanupOnExitRemovesTree(t *testing.T) {
+	l := newHTBLab(t, 1e9)
+	src := newScriptedSource()
+	src.set(1, sessionFlows(1, 1)...)
+	ap := l.applier(t)
+	e, err := New(Options{Source: src, Downlink: ap, Resync: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	l.waitShape(t, l.wantTree(t, src.all()), "start")
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// --cleanup-on-exit
+	if err := e.Cleanup(context.Background()); err != nil {
+		t.Fatalf("cleanup: %v", err)
+	}
+	tr, err := shaper.NewReconciler(l.h, l.dev).Actual(context.Background())
+	if err != nil || tr != nil {
+		t.Fatalf("after cleanup: tree %v, err %v; want no gtpqos tree", tr, err)
+	}
+	if out := l.ns.Run(t, "tc", "class", "show", "dev", l.dev); strings.TrimSpace(out) != "" {
+		t.Fatalf("classes left after cleanup:\n%s", out)
+	}
+}
