@@ -115,7 +115,11 @@ func (c *client) qers() ([]QER, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseQERs(msgs)
+	out, err := parseQERs(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return dedupe(out, qerKey), nil
 }
 
 func (c *client) pdrs() ([]PDR, error) {
@@ -123,7 +127,11 @@ func (c *client) pdrs() ([]PDR, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parsePDRs(msgs)
+	out, err := parsePDRs(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return dedupe(out, pdrKey), nil
 }
 
 func (c *client) fars() ([]FAR, error) {
@@ -131,7 +139,11 @@ func (c *client) fars() ([]FAR, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseFARs(msgs)
+	out, err := parseFARs(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return dedupe(out, farKey), nil
 }
 
 func (c *client) markLayout() (MarkLayout, error) {

@@ -139,6 +139,10 @@ func TestQERsDump(t *testing.T) {
 		reply(cmdGetQER, kqer{id: 3, seid: 1, gate: 0x4, gbrDL: 15000, mbrDL: 18000, qfi: 2, corrID: 7, rqi: 1, ppi: 5, pdrIDs: []uint16{3, 4}}.attrs(t)),
 		// 40-bit maximum: high32 = 0xffffffff, low8 = 0xff.
 		reply(cmdGetQER, kqer{id: 9, mbrUL: 1<<40 - 1, qfi: 63, patched: true, flowMark: 0xabcdef}.attrs(t)),
+		// gtp5g's resumed dump repeated QER 1 of session 1 (see dedupe.go).
+		reply(cmdGetQER, kqer{id: 1, seid: 1, mbrUL: 200000, mbrDL: 100000, qfi: 1, pdrIDs: []uint16{1, 2, 7, 8}}.attrs(t)),
+		// Same SEID and id, different content: kept for the caller to report.
+		reply(cmdGetQER, kqer{id: 9, qfi: 5}.attrs(t)),
 	}
 	c := testClient(t, stockFamily, expect(t, cmdGetQER, netlink.Request|netlink.Dump, nil, msgs, nil))
 	got, err := c.QERs()
@@ -149,6 +153,7 @@ func TestQERsDump(t *testing.T) {
 		{SEID: 1, ID: 1, MBR: Bitrate{Uplink: 200_000_000, Downlink: 100_000_000}, QFI: 1, RelatedPDRs: []uint16{1, 2, 7, 8}},
 		{SEID: 1, ID: 3, Gate: 0x4, MBR: Bitrate{Downlink: 18_000_000}, GBR: Bitrate{Downlink: 15_000_000}, QFI: 2, CorrelationID: 7, RQI: true, PPI: 5, RelatedPDRs: []uint16{3, 4}},
 		{ID: 9, MBR: Bitrate{Uplink: (1<<40 - 1) * 1000}, QFI: 63, FlowMark: 0xabcdef},
+		{ID: 9, QFI: 5},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("QERs differ (-want +got):\n%s", diff)
