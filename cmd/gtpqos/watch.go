@@ -164,6 +164,26 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("gtp5g features: %w", err)
 	}
 	patched := feats.Has(gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents)
+
+	// 2. Devices: each must exist, and only one watch may manage it (the
+	// lock is taken before anything is changed).
+	devs := []string{cfg.N3}
+	if cfg.N6 != "" {
+		devs = append(devs, cfg.N6)
+	}
+	for _, d := range devs {
+		if _, err := netlink.LinkByName(d); err != nil {
+			gc.Close()
+			return fmt.Errorf("device %s: %w", d, err)
+		}
+		lk, err := watch.LockDevice(cfg.LockDir, d)
+		if err != nil {
+			gc.Close()
+			return err
+		}
+		defer lk.Unlock()
+	}
+
 	var modeLine string
 	markMode := gtpnl.MarkOff
 	if patched {
@@ -174,22 +194,6 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	gc.Close()
-
-	// 2. Devices: each must exist, and only one watch may manage it.
-	devs := []string{cfg.N3}
-	if cfg.N6 != "" {
-		devs = append(devs, cfg.N6)
-	}
-	for _, d := range devs {
-		if _, err := netlink.LinkByName(d); err != nil {
-			return fmt.Errorf("device %s: %w", d, err)
-		}
-		lk, err := watch.LockDevice(cfg.LockDir, d)
-		if err != nil {
-			return err
-		}
-		defer lk.Unlock()
-	}
 
 	h, err := netlink.NewHandle()
 	if err != nil {
