@@ -78,6 +78,9 @@ func Run(ctx context.Context, t Target, o Options) (*Results, error) {
 			n := len(res.RunList) + 1
 			o.progress("run %d/%d: arm %s, round %d", n, total, arm.Name, r)
 			run, err := runOne(ctx, t, &o, arm, r)
+			if err != nil && ctx.Err() != nil {
+				return res, fmt.Errorf("interrupted in arm %s run %d: %w", arm.Name, r, ctx.Err())
+			}
 			if err != nil {
 				return res, fmt.Errorf("arm %s run %d: %w", arm.Name, r, err)
 			}

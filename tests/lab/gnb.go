@@ -33,6 +33,7 @@ func newGNB(ns *namespace, tun *os.File, pdrs []PDR) (*gnb, error) {
 
 // run decapsulates until the socket is closed.
 func (g *gnb) run() error {
+	boostThread()
 	defer close(g.done)
 	buf := make([]byte, 65536)
 	for {

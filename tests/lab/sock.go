@@ -15,6 +15,8 @@ type sockOpts struct {
 	mark      uint32
 	sndBuf    int // SO_SNDBUFFORCE bytes (0 = leave)
 	rcvBuf    int // SO_RCVBUFFORCE bytes (0 = leave)
+	// timestamps turns on SO_TIMESTAMPNS (kernel receive time per packet).
+	timestamps bool
 }
 
 func (o sockOpts) control(_, _ string, c syscall.RawConn) error {
@@ -35,6 +37,9 @@ func (o sockOpts) control(_, _ string, c syscall.RawConn) error {
 		}
 		if o.sndBuf > 0 {
 			set("SO_SNDBUFFORCE", unix.SO_SNDBUFFORCE, o.sndBuf)
+		}
+		if o.timestamps {
+			set("SO_TIMESTAMPNS", unix.SO_TIMESTAMPNS, 1)
 		}
 		if o.rcvBuf > 0 {
 			set("SO_RCVBUFFORCE", unix.SO_RCVBUFFORCE, o.rcvBuf)

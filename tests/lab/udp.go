@@ -9,6 +9,9 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // runUDP runs paced UDP senders in dn and receivers in ue.
@@ -29,7 +32,7 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 	}()
 	for i, p := range l.pdrs {
 		var err error
-		rx[i], err = listenUDP(l.topo.ue, netip.AddrPortFrom(p.UE, p.UEPort).String(), sockOpts{rcvBuf: 8 << 20})
+		rx[i], err = listenUDP(l.topo.ue, netip.AddrPortFrom(p.UE, p.UEPort).String(), sockOpts{rcvBuf: 8 << 20, timestamps: true})
 		if err != nil {
 			return nil, fmt.Errorf("flow %s receiver: %w", p.Name, err)
 		}
@@ -50,6 +53,7 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			boostThread()
 			dst := netip.AddrPortFrom(l.pdrs[i].UE, l.pdrs[i].UEPort)
 			out[i].Sent, sendErr[i] = paceUDP(ctx, tx[i], dst, spec.Payload, l.offered(i, spec), start)
 		}()
@@ -120,13 +124,17 @@ func newIntervals(n int) []Interval {
 }
 
 // receiveUDP counts payload per second and per-second loss from sequence
-// gaps, until done is closed and the socket's deadline fires.
+// gaps, until done is closed and the socket's deadline fires. Packets are
+// placed in seconds by their kernel receive timestamp (SO_TIMESTAMPNS), so
+// a receiver goroutine that is scheduled late does not move bytes between
+// seconds.
 func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan struct{}) uint64 {
 	buf := make([]byte, 65536)
+	oob := make([]byte, 128)
 	var got uint64
 	var next uint64 // next expected sequence number
 	for {
-		n, err := c.Read(buf)
+		n, oobn, _, _, err := c.ReadMsgUDP(buf, oob)
 		if err != nil {
 			select {
 			case <-done:
@@ -140,8 +148,12 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			return got
 		}
 		got++
-		s := int(time.Since(start) / time.Second)
-		if s < 0 || s >= len(iv) || n < 8 {
+		at, ok := rxTimestamp(oob[:oobn])
+		if !ok {
+			at = time.Now()
+		}
+		s := int(at.Sub(start) / time.Second)
+		if at.Before(start) || s >= len(iv) || n < 8 {
 			continue
 		}
 		seq := binary.BigEndian.Uint64(buf)
@@ -151,6 +163,21 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			next = seq + 1
 		}
 	}
+}
+
+// rxTimestamp extracts SCM_TIMESTAMPNS from a control message buffer.
+func rxTimestamp(oob []byte) (time.Time, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+			ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+			return time.Unix(ts.Sec, ts.Nsec), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // finishIntervals derives Mbit/s from bytes.

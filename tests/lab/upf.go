@@ -69,6 +69,7 @@ func newUPF(ns *namespace, tun *os.File, pdrs []PDR, marks bool) (*upf, error) {
 // run reads DN->UE packets from the N6 TUN, encapsulates and sends them
 // until the TUN is closed.
 func (u *upf) run() error {
+	boostThread()
 	defer close(u.done)
 	buf := make([]byte, GTPUHeaderLen+65536)
 	raws := make([]interface {
