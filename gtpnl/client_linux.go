@@ -22,6 +22,8 @@ type client struct {
 	// dial opens another socket in the same netns, for subscriptions.
 	dial func() (*genetlink.Conn, error)
 
+	reqMu sync.Mutex // one request at a time: a dump spans several reads
+
 	mu     sync.Mutex
 	subs   map[*subscription]struct{}
 	closed bool
@@ -65,15 +67,62 @@ func (c *client) Close() error {
 }
 
 // execute sends one request and returns its reply messages.
+//
+// It does not use genetlink.Conn.Execute: gtp5g v0.10.2 puts its dump
+// replies without NLM_F_MULTI (genlmsg_put with flags 0), so
+// mdlayher/netlink stops reading after the first datagram, truncating a
+// dump larger than one socket buffer and leaving the rest, and the
+// NLMSG_DONE that the kernel sends in a datagram of its own, to be read as
+// the reply to the next request ("mismatched sequence"). So a dump is read
+// datagram by datagram until that DONE; replies of other sequence numbers
+// (leftovers of an interrupted request) are skipped.
 func (c *client) execute(op string, cmd uint8, flags netlink.HeaderFlags, data []byte) ([]genetlink.Message, error) {
-	msgs, err := c.c.Execute(genetlink.Message{
+	c.reqMu.Lock()
+	defer c.reqMu.Unlock()
+	req, err := c.c.Send(genetlink.Message{
 		Header: genetlink.Header{Command: cmd, Version: c.family.Version},
 		Data:   data,
 	}, c.family.ID, flags)
 	if err != nil {
 		return nil, opError(op, err)
 	}
-	return msgs, nil
+	dump := flags&netlink.Dump == netlink.Dump
+	var out []genetlink.Message
+	for {
+		gmsgs, nmsgs, err := c.c.Receive()
+		if err != nil {
+			return nil, opError(op, err)
+		}
+		if len(nmsgs) == 0 {
+			// A datagram holding only NLMSG_DONE (end of a dump), or an
+			// empty reply.
+			return out, nil
+		}
+		mine := 0
+		for i, nm := range nmsgs {
+			if nm.Header.Sequence != req.Header.Sequence || (nm.Header.PID != 0 && req.Header.PID != 0 && nm.Header.PID != req.Header.PID) {
+				continue // stale: not the reply to this request
+			}
+			mine++
+			switch nm.Header.Type {
+			case netlink.Noop, netlink.Error, netlink.Done, netlink.Overrun:
+				continue // an ACK (errors came back from Receive already)
+			}
+			if i < len(gmsgs) {
+				out = append(out, gmsgs[i])
+			}
+		}
+		last := nmsgs[len(nmsgs)-1]
+		switch {
+		case mine == 0:
+			// Only stale messages: keep reading for our reply.
+		case !dump:
+			return out, nil
+		case last.Header.Flags&netlink.Multi != 0:
+			// A well-formed multi-part reply: netlink read it through DONE.
+			return out, nil
+		}
+	}
 }
 
 // patchExecute is execute for commands only the gtp5g-patch series has: a

@@ -45,7 +45,7 @@ func testClient(t *testing.T, f genetlink.Family, fn genltest.Func) *Client {
 // flags, genl version 0, attribute bytes) before answering with msgs/err.
 func expect(t *testing.T, cmd uint8, flags netlink.HeaderFlags, data []byte, msgs []genetlink.Message, err error) genltest.Func {
 	t.Helper()
-	return genltest.CheckRequest(testFamilyID, cmd, flags, func(greq genetlink.Message, _ netlink.Message) ([]genetlink.Message, error) {
+	check := genltest.CheckRequest(testFamilyID, cmd, flags, func(greq genetlink.Message, _ netlink.Message) ([]genetlink.Message, error) {
 		if greq.Header.Version != 0 {
 			t.Errorf("request genl version %d, want 0", greq.Header.Version)
 		}
@@ -58,6 +58,15 @@ func expect(t *testing.T, cmd uint8, flags netlink.HeaderFlags, data []byte, msg
 		}
 		return msgs, err
 	})
+	return func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
+		if nreq.Header.Type == 0 {
+			// A further read after the reply (gtp5g's dumps lack
+			// NLM_F_MULTI, so the client reads on until NLMSG_DONE):
+			// nothing more, like the datagram holding only DONE.
+			return nil, io.EOF
+		}
+		return check(greq, nreq)
+	}
 }
 
 func TestDialNotLoaded(t *testing.T) {
