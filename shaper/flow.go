@@ -76,3 +76,26 @@ func (f Flow) Label() string {
 	}
 	return "flow " + f.ID.String()
 }
+
+// ParseDirection parses "downlink"/"dl" or "uplink"/"ul".
+func ParseDirection(s string) (Direction, error) {
+	switch s {
+	case "downlink", "dl", "DL":
+		return Downlink, nil
+	case "uplink", "ul", "UL":
+		return Uplink, nil
+	}
+	return 0, fmt.Errorf("unknown direction %q (want downlink or uplink)", s)
+}
+
+// FilterDirection returns the flows going direction d (one device's tree
+// holds one direction: downlink on N3, uplink on N6).
+func FilterDirection(flows []Flow, d Direction) []Flow {
+	out := make([]Flow, 0, len(flows))
+	for _, f := range flows {
+		if f.Direction == d {
+			out = append(out, f)
+		}
+	}
+	return out
+}

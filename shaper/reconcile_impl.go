@@ -199,7 +199,6 @@ func depth(minor uint16, parent map[uint16]uint16) int {
 func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, error) {
 	start := r.writes
 	res := Result{Dev: r.dev}
-	defer func() { res.Writes = r.writes - start }()
 	fail := func(err error) (Result, error) {
 		res.Writes = r.writes - start
 		return res, err

@@ -48,10 +48,11 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	dev := fs.String("dev", "", "device whose egress is shaped")
 	force := fs.Bool("force", false, "replace a root qdisc gtpqos did not create")
 	cls := fs.String("classifier", "", "classifier: auto, fw or bpf (default: the file's policy, else auto)")
+	dir := fs.String("direction", "all", "flows to shape on this device: all, downlink (N3) or uplink (N6)")
 	leaf := fs.String("leaf", "", "leaf qdisc: auto, fq_codel or fifo (default: the file's policy, else auto)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos apply -f flows.yaml --dev IF [--force] [--classifier auto|fw|bpf] [--leaf auto|fq_codel|fifo]")
+			fmt.Fprintln(stdout, "usage: gtpqos apply -f flows.yaml --dev IF [--force] [--classifier auto|fw|bpf] [--leaf auto|fq_codel|fifo] [--direction all|downlink|uplink]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
@@ -65,7 +66,7 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 		return usagef("--dev IF is required")
 	}
 	// Validate the input completely before touching the kernel.
-	if _, _, _, err := loadAndPlan(*file, *cls, nil); err != nil {
+	if _, _, _, err := loadAndPlan(*file, *cls, *dir, nil); err != nil {
 		return err
 	}
 	var opts []shaper.Option
@@ -91,7 +92,7 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil && !(*force && errors.Is(err, shaper.ErrNotOwned)) {
 		return err
 	}
-	t, probs, _, err := loadAndPlan(*file, *cls, prev)
+	t, probs, _, err := loadAndPlan(*file, *cls, *dir, prev)
 	if err != nil {
 		return err
 	}

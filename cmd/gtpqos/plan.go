@@ -20,10 +20,18 @@ func init() {
 
 // loadAndPlan reads a flows file and plans it with an optional classifier
 // override; it returns the tree, the problems and the file.
-func loadAndPlan(path, classifier string, prev *shaper.Tree) (*shaper.Tree, []shaper.Problem, shaper.FlowsFile, error) {
+// direction "" or "all" keeps every flow, else only that direction's.
+func loadAndPlan(path, classifier, direction string, prev *shaper.Tree) (*shaper.Tree, []shaper.Problem, shaper.FlowsFile, error) {
 	ff, err := shaper.LoadFlowsFile(path)
 	if err != nil {
 		return nil, nil, ff, err
+	}
+	if direction != "" && direction != "all" {
+		d, err := shaper.ParseDirection(direction)
+		if err != nil {
+			return nil, nil, ff, usagef("--direction: %v", err)
+		}
+		ff.Flows = shaper.FilterDirection(ff.Flows, d)
 	}
 	pol := ff.Policy
 	if classifier != "" {
@@ -44,9 +52,10 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	file := fs.String("f", "", "flows file (YAML)")
 	dev := fs.String("dev", "", "device name to show in the commands (default DEV)")
 	cls := fs.String("classifier", "", "classifier: auto, fw or bpf (default: the file's policy)")
+	dir := fs.String("direction", "all", "flows to include: all, downlink or uplink")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos plan -f flows.yaml [--dev IF] [--classifier auto|fw|bpf]")
+			fmt.Fprintln(stdout, "usage: gtpqos plan -f flows.yaml [--dev IF] [--classifier auto|fw|bpf] [--direction all|downlink|uplink]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
@@ -56,7 +65,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if *file == "" {
 		return usagef("-f flows.yaml is required")
 	}
-	t, probs, ff, err := loadAndPlan(*file, *cls, nil)
+	t, probs, ff, err := loadAndPlan(*file, *cls, *dir, nil)
 	if err != nil {
 		return err
 	}
