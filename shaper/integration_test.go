@@ -389,3 +389,27 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 		t.Errorf("again at 10k: %s; want in sync", res.Summary())
 	}
 }
+
+// TestIntegrationRoleChange plans without Previous so that a session's
+// minor becomes a flow's: the Reconciler must re-create it (a class with
+// children cannot take a leaf) and converge in one run.
+func TestIntegrationRoleChange(t *testing.T) {
+	l := newLab(t)
+	rec := NewReconciler(l.h, l.dev)
+	sess := []Flow{{ID: FlowID{3, 1}, Mark: 0x31, SessionAMBR: 5 * mbit}, {ID: FlowID{3, 2}, Mark: 0x32, SessionAMBR: 5 * mbit}}
+	t1 := mustPlan(t, sess, DefaultPolicy(100*mbit))
+	mustReconcile(t, rec, t1)
+	if c, _ := t1.Find(0x10); c.Role != RoleSession {
+		t.Fatalf("class 10 is %s, want the session", c.Role)
+	}
+	flat := []Flow{{ID: FlowID{3, 1}, Mark: 0x31}, {ID: FlowID{3, 2}, Mark: 0x32}}
+	t2 := mustPlan(t, flat, DefaultPolicy(100*mbit)) // no Previous: 10 and 11 are flows now
+	res := mustReconcile(t, rec, t2)
+	t.Log(res.Summary())
+	l.matches(t, rec, t2)
+	if res := mustReconcile(t, rec, t2); !res.InSync() {
+		t.Errorf("second run: %s; want in sync", res.Summary())
+	}
+	l.send(t, 0x31, 3, 200)
+	l.waitPackets(t, rec, 0x10, 3)
+}

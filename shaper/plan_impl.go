@@ -13,6 +13,7 @@ type planner struct {
 	problems []Problem
 	used     [1 << 16]bool
 	cursor   int
+	claimed  map[uint16]bool
 }
 
 func (p *planner) add(sev Severity, kind ProblemKind, f *Flow, field, format string, a ...any) {
@@ -118,6 +119,25 @@ func (p *planner) reserve(m uint16) bool {
 	}
 	p.used[m] = true
 	return true
+}
+
+// release frees a minor blocked (not yet claimed) in this plan; false if
+// it is not in blocked or was claimed already.
+func (p *planner) release(m uint16, blocked []uint16) bool {
+	for _, b := range blocked {
+		if b == m {
+			if p.claimed == nil {
+				p.claimed = map[uint16]bool{}
+			}
+			if p.claimed[m] {
+				return false
+			}
+			p.claimed[m] = true
+			p.used[m] = false
+			return true
+		}
+	}
+	return false
 }
 
 // next returns the lowest free minor, or false when none is left.
@@ -321,8 +341,17 @@ func plan(flows []Flow, pol Policy) (*Tree, []Problem) {
 			admitted[i].had = p.reserve(admitted[i].prev.Minor)
 		}
 	}
+	// Block the minors of previous session-like classes for one plan: reused
+	// by a flow they would have to be deleted and re-created (they still
+	// have children), which costs more than a fresh minor.
+	var blocked []uint16
+	for _, c := range ix.classes {
+		if c.Role == RoleSession && !p.used[c.Minor] && p.reserve(c.Minor) {
+			blocked = append(blocked, c.Minor)
+		}
+	}
 	for _, s := range sessions {
-		if c, ok := ix.sessionBySEID[s.seid]; ok && p.reserve(c.Minor) {
+		if c, ok := ix.sessionBySEID[s.seid]; ok && p.release(c.Minor, blocked) && p.reserve(c.Minor) {
 			s.minor = c.Minor
 			continue
 		}
@@ -334,7 +363,7 @@ func plan(flows []Flow, pol Policy) (*Tree, []Problem) {
 				continue
 			}
 			parent, ok := ix.classes[c.prev.Parent]
-			if ok && parent.Role == RoleSession && (parent.SEID == 0 || parent.SEID == s.seid) && p.reserve(parent.Minor) {
+			if ok && parent.Role == RoleSession && (parent.SEID == 0 || parent.SEID == s.seid) && p.release(parent.Minor, blocked) && p.reserve(parent.Minor) {
 				s.minor = parent.Minor
 				break
 			}

@@ -252,9 +252,18 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 
 	// Classes whose parent differs must be re-created (HTB cannot move a
 	// class); so must their actual descendants.
+	// So must a class that is to be a leaf but has children now (a freed
+	// session minor reused by a flow): HTB would not take a leaf qdisc.
 	moved := map[uint16]bool{}
+	hasChildren := map[uint16]bool{}
+	for _, a := range actual {
+		if pmaj, pmin := netlink.MajorMinor(a.Parent); pmaj == OwnedMajor {
+			hasChildren[pmin] = true
+		}
+	}
 	for m, a := range actual {
-		if d, ok := want[m]; ok && !sameParent(toKernel(desired, d).parent, a.Parent) {
+		d, ok := want[m]
+		if ok && (!sameParent(toKernel(desired, d).parent, a.Parent) || (d.Role == RoleFlow && hasChildren[m])) {
 			moved[m] = true
 		}
 	}
@@ -279,6 +288,10 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 		}
 		cr, err := cls.Sync(ctx, env, &keep)
 		r.writes += cr.Writes
+		res.Classifier.Added += cr.Added
+		res.Classifier.Changed += cr.Changed
+		res.Classifier.Deleted += cr.Deleted
+		res.Classifier.Writes += cr.Writes
 		if err != nil {
 			return fail(fmt.Errorf("dev %s: classifier %s: %w", r.dev, cls.Kind(), err))
 		}
@@ -287,6 +300,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 		}
 		for m := range moved {
 			delete(actual, m)
+			delete(st.byParent, desired.ClassID(m))
 		}
 	}
 
