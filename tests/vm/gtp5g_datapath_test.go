@@ -66,6 +66,9 @@ const (
 	pktsA, pktsB, pktsC, pktsUE2, pktsUL = 30, 20, 10, 15, 12
 	payload                              = 1200
 	pktGap                               = 2 * time.Millisecond
+
+	policerGap = 500 * time.Microsecond
+	policerMBR = 1e6 // bit/s, flow B's MBR in the policer check
 )
 
 // gtp5gLab is the topology of DESIGN.md "Real gtp5g datapath in the VM":
@@ -323,9 +326,9 @@ func flowMarks(t *testing.T) map[[2]uint64]uint32 {
 	return m
 }
 
-// checkMarks runs one round of traffic with the mark mode set and compares
-// the per-mark packet counts leaving N3 (downlink) and N6 (uplink).
-func (l *gtp5gLab) checkMarks(t *testing.T, c *gtpnl.Client, mode gtpnl.MarkMode, n3Want, n6Want map[uint32]uint64, observe []uint32) {
+// setMarkMode switches the mark mode over genl and checks that both genl
+// and /proc/gtp5g/qos_mark report it.
+func setMarkMode(t *testing.T, c *gtpnl.Client, mode gtpnl.MarkMode) {
 	t.Helper()
 	if err := c.SetMarkMode(mode); err != nil {
 		t.Fatalf("set mark mode %s: %v", mode, err)
@@ -336,9 +339,15 @@ func (l *gtp5gLab) checkMarks(t *testing.T, c *gtpnl.Client, mode gtpnl.MarkMode
 	if got := readProc(t, "qos_mark"); got != mode.String()+"\n" {
 		t.Fatalf("/proc/gtp5g/qos_mark = %q after genl set %s", got, mode)
 	}
+}
+
+// countMarks runs one round of traffic and compares the per-mark packet
+// counts leaving N3 (downlink) and N6 (uplink) for the observed marks.
+func (l *gtp5gLab) countMarks(t *testing.T, phase string, n3Want, n6Want map[uint32]uint64, observe []uint32) {
+	t.Helper()
 	n3 := newMarkCounters(t, "n3", observe)
 	n6 := newMarkCounters(t, "n6", observe)
-	l.traffic(t, "mode "+mode.String())
+	l.traffic(t, phase)
 	time.Sleep(200 * time.Millisecond)
 	for _, x := range []struct {
 		dev  string
@@ -348,11 +357,32 @@ func (l *gtp5gLab) checkMarks(t *testing.T, c *gtpnl.Client, mode gtpnl.MarkMode
 		got := x.c.packets(t)
 		for mark := range x.c.minor {
 			if got[mark] != x.want[mark] {
-				t.Errorf("mode %s: %s egress: %d packets with mark %#x, want %d (all: %v)", mode, x.dev, got[mark], mark, x.want[mark], got)
+				t.Errorf("%s: %s egress: %d packets with mark %#x, want %d (all: %v)", phase, x.dev, got[mark], mark, x.want[mark], got)
 			}
 		}
-		t.Logf("mode %s: %s egress packets by mark (0 = default class): %v", mode, x.dev, got)
+		t.Logf("%s: %s egress packets by mark (0 = default class): %v", phase, x.dev, got)
 	}
+}
+
+// checkMarks sets the mark mode and counts one round of traffic by mark.
+func (l *gtp5gLab) checkMarks(t *testing.T, c *gtpnl.Client, mode gtpnl.MarkMode, n3Want, n6Want map[uint32]uint64, observe []uint32) {
+	t.Helper()
+	setMarkMode(t, c, mode)
+	l.countMarks(t, "mode "+mode.String(), n3Want, n6Want, observe)
+}
+
+// stockScenario is what runs when GTP5G_KO is a stock gtp5g (no features):
+// the same topology and rules deliver every datagram and no packet leaving
+// N3 or N6 carries a mark, the reference the patched module's "off" mode
+// must match.
+func stockScenario(t *testing.T) {
+	l := newGtp5gLab(t)
+	l.programRAN(t)
+	l.programUPF(t)
+	if _, err := os.Stat("/proc/gtp5g/qos_mark"); !os.IsNotExist(err) {
+		t.Errorf("stock gtp5g has /proc/gtp5g/qos_mark (err %v)", err)
+	}
+	l.countMarks(t, "stock", map[uint32]uint64{}, map[uint32]uint64{}, []uint32{1, 2, 3, 4})
 }
 
 // TestGtp5gGuest is the real-datapath scenario, inside the VM with the
@@ -370,8 +400,17 @@ func TestGtp5gGuest(t *testing.T) {
 		t.Fatalf("version: %q, %v; want 0.10.2 (the series leaves DRV_VERSION alone)", v, err)
 	}
 	all := gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents | gtpnl.FeaturePolicerCtrl | gtpnl.FeatureMarkCtrl
-	if f, err := c.Features(); err != nil || f != all {
-		t.Fatalf("features: %v, %v; want %v", f, err, all)
+	f, err := c.Features()
+	if err != nil {
+		t.Fatalf("features: %v", err)
+	}
+	if f == 0 {
+		t.Log("stock gtp5g (no features): datapath reference run only")
+		stockScenario(t)
+		return
+	}
+	if f != all {
+		t.Fatalf("features: %v; want %v", f, all)
 	}
 	if m, err := c.MarkMode(); err != nil || m != gtpnl.MarkOff {
 		t.Fatalf("mark mode after load: %v, %v; want off", m, err)
@@ -428,6 +467,10 @@ func TestGtp5gGuest(t *testing.T) {
 	})
 
 	t.Run("policer", func(t *testing.T) {
+		// Flow B's MBR down to 1 Mbit/s; offer a few Mbit/s for ~2 s.
+		l.upf.updateQER(t, 1, 2, qerSpec{qfi: 3, gbrKbps: 500, mbrKbps: 1000})
+		events.expect(t, "policer update", []ruleKey{{"update", "qer", 1, 2}})
+		const burst = 600
 		for _, on := range []bool{true, false} {
 			if err := c.SetPolicer(on); err != nil {
 				t.Fatalf("set policer %v: %v", on, err)
@@ -442,6 +485,28 @@ func TestGtp5gGuest(t *testing.T) {
 			}
 			if p := readProc(t, "qos"); p != want {
 				t.Fatalf("/proc/gtp5g/qos = %q after genl set %v, want %q", p, on, want)
+			}
+			before := l.ueB.n.Load()
+			start := time.Now()
+			l.sB.send(t, burst, payload, policerGap)
+			elapsed := time.Since(start)
+			delivered := waitCounts(map[*udpCounter]int64{l.ueB: before + burst}, 2*time.Second)[l.ueB] - before
+			ipBytes := float64(payload + 28) // what gtp5g's policer counts
+			offered := float64(burst) * ipBytes * 8 / elapsed.Seconds()
+			// gtp5g's trTCM starts with full buckets: CBS = 1 s and EBS =
+			// 0.2 s of MBR. Allow MBR over the send time plus both buckets,
+			// +10% and a few packets.
+			allowed := int64(1.1*policerMBR*(elapsed.Seconds()+1.2)/(ipBytes*8)) + 5
+			t.Logf("policer %v: flow B (MBR %.0f bit/s) offered %.0f bit/s for %s, delivered %d of %d datagrams (MBR allows ~%d)",
+				on, policerMBR, offered, elapsed.Round(time.Millisecond), delivered, burst, allowed)
+			if offered < 2*policerMBR {
+				t.Fatalf("offered only %.0f bit/s, under twice the MBR: the check would prove nothing", offered)
+			}
+			if on && delivered > allowed {
+				t.Errorf("policer on: %d datagrams delivered, want at most %d (MBR %.0f bit/s over %s)", delivered, allowed, policerMBR, elapsed)
+			}
+			if !on && delivered != burst {
+				t.Errorf("policer off: %d of %d datagrams delivered, want all", delivered, burst)
 			}
 		}
 	})
