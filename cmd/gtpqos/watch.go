@@ -410,8 +410,11 @@ func (o *logObserver) Applied(dev string, res watch.Result, took time.Duration) 
 		if c.Class != "" {
 			e = e.WithField("class", c.Class)
 		}
-		if c.Flow != (shaper.FlowID{}) {
+		switch {
+		case c.Flow.QERID != 0:
 			e = e.WithFields(logrus.Fields{"seid": c.Flow.SEID, "qer": c.Flow.QERID, "qfi": c.QFI})
+		case c.Flow.SEID != 0: // a session (AMBR) class
+			e = e.WithField("seid", c.Flow.SEID)
 		}
 		msg := strings.TrimSpace(c.Op + " " + c.Object + ": " + c.Detail)
 		if i < maxChangeLines {

@@ -1,0 +1,86 @@
+package watch
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/free5gc/gtpqos/tests/vm"
+)
+
+// watchScenario runs inside the Debian-kernel VM with gtp5g loaded: a UPF
+// gtp5g device and an N3 veth, `gtpqos watch` started before any rule, then
+// the seed's session (three flows, a session-AMBR QER and the default path)
+// added through go-gtp5gnl's gogtp5g-tunnel, as go-upf would, and deleted
+// again.
+const watchScenario = `set -u
+cd "$VM_WORK"
+fail() { echo "FAIL: $*"; echo "== watch log"; cat watch.log; exit 1; }
+ip link add n3w type veth peer name n3p
+ip link set n3w up
+ip link set n3p up
+ip addr add 10.100.0.1/24 dev n3w
+./gogtp5g-link add upfgtp >link.log 2>&1 &
+for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1; done
+ip link set upfgtp up || fail "no gtp5g device"
+./gtpqos watch --n3 n3w --link-rate 30mbit --poll 300ms --resync 2s >watch.log 2>&1 &
+W=$!
+sleep 1
+kill -0 $W || fail "watch exited at start"
+T=./gogtp5g-tunnel
+$T add far upfgtp 1:1 --action 2 --hdr-creation 256 100 10.100.0.2 2152 || fail "add far"
+$T add qer upfgtp 1:1 --gate-status 0 --qfi 9 --mbr-ul 20000 --mbr-dl 20000 || fail "add ambr qer"
+$T add qer upfgtp 1:2 --gate-status 0 --qfi 2 --gbr-ul 15000 --gbr-dl 15000 --mbr-ul 18000 --mbr-dl 18000 || fail "add qer 2"
+$T add qer upfgtp 1:3 --gate-status 0 --qfi 3 --gbr-ul 5000 --gbr-dl 5000 --mbr-ul 6000 --mbr-dl 6000 || fail "add qer 3"
+$T add qer upfgtp 1:4 --gate-status 0 --qfi 4 --mbr-ul 30000 --mbr-dl 30000 || fail "add qer 4"
+$T add qer upfgtp 1:5 --gate-status 0 --qfi 9 || fail "add default qer"
+$T add pdr upfgtp 1:2 --pcd 100 --ue-ipv4 10.60.0.1 --sdf-desp 'permit out ip from 10.200.0.2 to 10.60.0.1' --far-id 1 --qer-id 2 || fail "add pdr 2"
+$T add pdr upfgtp 1:3 --pcd 100 --ue-ipv4 10.60.0.1 --sdf-desp 'permit out ip from 10.200.0.3 to 10.60.0.1' --far-id 1 --qer-id 3 || fail "add pdr 3"
+$T add pdr upfgtp 1:4 --pcd 100 --ue-ipv4 10.60.0.1 --sdf-desp 'permit out ip from 10.200.0.4 to 10.60.0.1' --far-id 1 --qer-id 4 --qer-id 1 || fail "add pdr 4"
+$T add pdr upfgtp 1:5 --pcd 255 --ue-ipv4 10.60.0.1 --far-id 1 --qer-id 5 --qer-id 1 || fail "add default pdr"
+classes() { tc class show dev n3w; }
+waitfor() { for i in $(seq 150); do n=$(classes | grep -c "$1"); [ "$n" -eq "$2" ] && return 0; sleep 0.1; done; return 1; }
+waitfor 'rate 15Mbit ceil 18Mbit' 1 || fail "flow A class (15/18) did not appear"
+waitfor 'rate 5Mbit ceil 6Mbit' 1 || fail "flow B class (5/6) did not appear"
+waitfor 'ceil 20Mbit' 2 || fail "session AMBR class and flow C under it (ceil 20) did not appear"
+echo "== classes after add"; classes
+$T delete pdr upfgtp 1:2; $T delete pdr upfgtp 1:3; $T delete pdr upfgtp 1:4; $T delete pdr upfgtp 1:5
+for q in 1 2 3 4 5; do $T delete qer upfgtp 1:$q; done
+$T delete far upfgtp 1:1
+waitfor 'class htb' 2 || fail "flow classes not removed after the session's rules were deleted"
+echo "== classes after delete"; classes
+echo "SIGTERM at $(date +%T)"
+kill -TERM $W
+wait $W
+echo "watch exit $? at $(date +%T)"
+classes | grep -q 'class htb 6771:1 ' && echo "tree left in place after SIGTERM"
+echo "== watch log"; cat watch.log
+echo WATCH-SCENARIO-OK
+`
+
+// TestVMWatchRealGTP5G runs `gtpqos watch` against the real gtp5g module
+// ($GTP5G_KO, patched or stock) in the Debian-kernel VM: classes appear
+// for the seed's flows with no manual step, the session AMBR becomes a
+// parent class, and deleting the session's rules removes the classes.
+// Without GTP5G_KO (or outside 'make vm-test') it skips with one line.
+func TestVMWatchRealGTP5G(t *testing.T) {
+	ko := vm.RequireKO(t)
+	files := map[string]string{
+		"gtpqos":         vm.BuildBinary(t, "./cmd/gtpqos"),
+		"gogtp5g-link":   vm.BuildBinary(t, "github.com/free5gc/go-gtp5gnl/cmd/gogtp5g-link"),
+		"gogtp5g-tunnel": vm.BuildBinary(t, "github.com/free5gc/go-gtp5gnl/cmd/gogtp5g-tunnel"),
+	}
+	res := vm.Run(t, vm.Config{Script: watchScenario, Files: files, KO: ko, Timeout: 5 * time.Minute})
+	out := res.Output
+	if res.ExitCode != 0 || !strings.Contains(out, "WATCH-SCENARIO-OK") {
+		t.Fatalf("scenario failed (exit %d); see the guest output above", res.ExitCode)
+	}
+	if n := strings.Count(out, "mode: "); n != 1 {
+		t.Errorf("watch logged %d mode lines, want exactly one", n)
+	}
+	for _, want := range []string{"watch exit 0", "tree left in place after SIGTERM", "qer=2", "qfi=2", "seid=1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guest output lacks %q", want)
+		}
+	}
+}
