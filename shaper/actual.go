@@ -54,7 +54,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	}
 	t.sortClasses()
 	if q, ok := st.byParent[t.ClassID(t.DefaultMinor)].(*netlink.FqCodel); ok {
-		t.Leaf = LeafSpec{Kind: LeafFQCodel, Limit: q.Limit, TargetUs: q.Target, IntervalUs: q.Interval}
+		t.Leaf = LeafSpec{Kind: LeafFQCodel, Limit: q.Limit, TargetUs: roundUs(q.Target), IntervalUs: roundUs(q.Interval)}
 	}
 	env := ClassifierEnv{Handle: r.h, Link: link, Root: rootHandle()}
 	var cands []Classifier

@@ -104,8 +104,8 @@ func (l *lab) tcClasses(t testing.TB) []string {
 	out := l.ns.Run(t, "tc", "class", "show", "dev", l.dev)
 	var lines []string
 	for _, ln := range strings.Split(strings.TrimSpace(out), "\n") {
-		if ln == "" {
-			continue
+		if !strings.HasPrefix(ln, "class htb ") {
+			continue // fq_codel lists its flows as classes too
 		}
 		m := tcClassRe.FindStringSubmatch(ln)
 		if m == nil {

@@ -53,7 +53,7 @@ func leafOK(kind LeafKind, t *Tree, minor uint16, q netlink.Qdisc) bool {
 		if !ok || fq.Handle != netlink.MakeHandle(minor, 0) {
 			return false
 		}
-		return (t.Leaf.Limit == 0 || fq.Limit == t.Leaf.Limit) && (t.Leaf.IntervalUs == 0 || fq.Interval == t.Leaf.IntervalUs)
+		return (t.Leaf.Limit == 0 || fq.Limit == t.Leaf.Limit) && (t.Leaf.IntervalUs == 0 || nearUs(fq.Interval, t.Leaf.IntervalUs))
 	default:
 		return q == nil || q.Type() == "pfifo"
 	}
@@ -92,4 +92,22 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 		res.Leaves = append(res.Leaves, c.Minor)
 	}
 	return nil
+}
+
+// nearUs compares microsecond values as fq_codel reports them: it keeps
+// times in 1024 ns units, so 100000 us reads back as 99999.
+func nearUs(got, want uint32) bool {
+	d := int64(got) - int64(want)
+	if d < 0 {
+		d = -d
+	}
+	return d <= int64(want)/1000+1
+}
+
+// roundUs undoes fq_codel's 1024 ns rounding for whole milliseconds.
+func roundUs(v uint32) uint32 {
+	if r := (v + 500) / 1000 * 1000; r != 0 && nearUs(v, r) {
+		return r
+	}
+	return v
 }
