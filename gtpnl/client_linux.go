@@ -21,6 +21,8 @@ type client struct {
 	family genetlink.Family
 	// dial opens another socket in the same netns, for subscriptions.
 	dial func() (*genetlink.Conn, error)
+	// nsFD is the client's netns (-1 if unknown); closed by Close.
+	nsFD int
 
 	reqMu sync.Mutex // one request at a time: a dump spans several reads
 
@@ -32,12 +34,46 @@ type client struct {
 func dialConn() (*genetlink.Conn, error) { return genetlink.Dial(nil) }
 
 // newClient opens a generic netlink socket and resolves the gtp5g family.
+// It remembers the calling thread's netns, so that subscriptions opened
+// later, from any goroutine, join the QoS group in the same netns (gtp5g
+// multicasts events in the netns of the device).
 func newClient() (*client, error) {
+	nsFD, _ := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	conn, err := dialConn()
 	if err != nil {
+		if nsFD >= 0 {
+			_ = unix.Close(nsFD)
+		}
 		return nil, fmt.Errorf("gtp5g: open generic netlink socket: %w", err)
 	}
-	return initClient(conn, dialConn)
+	c, err := initClient(conn, func() (*genetlink.Conn, error) { return dialInNetNS(nsFD) })
+	if err != nil {
+		if nsFD >= 0 {
+			_ = unix.Close(nsFD)
+		}
+		return nil, err
+	}
+	c.nsFD = nsFD
+	return c, nil
+}
+
+// dialInNetNS opens a generic netlink socket in the netns nsFD refers to:
+// directly when the calling thread is already there (no privilege needed),
+// else by entering it (CAP_SYS_ADMIN). nsFD < 0: the calling thread's.
+func dialInNetNS(nsFD int) (*genetlink.Conn, error) {
+	if nsFD < 0 || sameNetNS(nsFD) {
+		return dialConn()
+	}
+	return genetlink.Dial(&netlink.Config{NetNS: nsFD})
+}
+
+// sameNetNS reports whether nsFD is the calling thread's netns.
+func sameNetNS(nsFD int) bool {
+	var a, b unix.Stat_t
+	if unix.Fstat(nsFD, &a) != nil || unix.Stat("/proc/thread-self/ns/net", &b) != nil {
+		return true // cannot tell: stay where we are
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // initClient resolves the gtp5g family on conn (closing conn on failure).
@@ -50,7 +86,7 @@ func initClient(conn *genetlink.Conn, dial func() (*genetlink.Conn, error)) (*cl
 		}
 		return nil, opError("resolve generic netlink family", err)
 	}
-	return &client{c: conn, family: f, dial: dial, subs: map[*subscription]struct{}{}}, nil
+	return &client{c: conn, family: f, dial: dial, nsFD: -1, subs: map[*subscription]struct{}{}}, nil
 }
 
 // Close closes the socket and every subscription's socket.
@@ -59,9 +95,14 @@ func (c *client) Close() error {
 	c.closed = true
 	subs := c.subs
 	c.subs = map[*subscription]struct{}{}
+	nsFD := c.nsFD
+	c.nsFD = -1
 	c.mu.Unlock()
 	for s := range subs {
 		_ = s.close()
+	}
+	if nsFD > 0 {
+		_ = unix.Close(nsFD)
 	}
 	return c.c.Close()
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mdlayher/genetlink"
@@ -478,5 +479,20 @@ func TestCloseUnblocksReceive(t *testing.T) {
 				t.Fatal("Receive still blocked 5s after close")
 			}
 		})
+	}
+}
+
+func TestSameNetNS(t *testing.T) {
+	fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no /proc/thread-self/ns/net: %v", err)
+	}
+	defer unix.Close(fd)
+	if !sameNetNS(fd) {
+		t.Fatal("sameNetNS(own netns) = false")
+	}
+	ns := testenv.NewNetNS(t) // skips without root
+	if sameNetNS(int(ns.Handle)) {
+		t.Fatalf("sameNetNS(netns %s) = true from the test's netns", ns.Name)
 	}
 }
