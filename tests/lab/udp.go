@@ -58,6 +58,8 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 			out[i].Sent, sendErr[i] = paceUDP(ctx, tx[i], dst, spec.Payload, l.offered(i, spec), start)
 		}()
 	}
+	l.gnb.stamp.Store(true)
+	defer l.gnb.stamp.Store(false)
 	rxDone := make(chan struct{})
 	var rwg sync.WaitGroup
 	for i := range n {
@@ -125,9 +127,10 @@ func newIntervals(n int) []Interval {
 
 // receiveUDP counts payload per second and per-second loss from sequence
 // gaps, until done is closed and the socket's deadline fires. Packets are
-// placed in seconds by their kernel receive timestamp (SO_TIMESTAMPNS), so
-// a receiver goroutine that is scheduled late does not move bytes between
-// seconds.
+// placed in seconds by the time they left N3 (the gNB's kernel receive
+// time, which it writes into payload bytes 8..15), else by their kernel
+// receive time here (SO_TIMESTAMPNS): a stand-in or receiver goroutine that
+// is scheduled late does not move bytes between seconds.
 func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan struct{}) uint64 {
 	buf := make([]byte, 65536)
 	oob := make([]byte, 128)
@@ -148,9 +151,18 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			return got
 		}
 		got++
-		at, ok := rxTimestamp(oob[:oobn])
-		if !ok {
-			at = time.Now()
+		var at time.Time
+		if n >= 16 {
+			if ns := binary.BigEndian.Uint64(buf[8:]); ns != 0 {
+				at = time.Unix(0, int64(ns)) // the gNB's N3 receive time
+			}
+		}
+		if at.IsZero() {
+			ts, ok := rxTimestamp(oob[:oobn])
+			if !ok {
+				ts = time.Now()
+			}
+			at = ts
 		}
 		s := int(at.Sub(start) / time.Second)
 		if at.Before(start) || s >= len(iv) || n < 8 {
