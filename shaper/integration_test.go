@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"runtime"
 	"sort"
@@ -365,14 +366,21 @@ func TestIntegrationFlowsComeAndGo(t *testing.T) {
 }
 
 // TestIntegrationScale10kOneFlow checks that adding or removing one flow at
-// 10,000 flows touches one class and one classifier entry, not the tree.
+// 10,000 flows touches one class and one classifier entry, not the tree
+// (1,000 flows inside the test VM, GTPQOS_IN_VM=1).
 func TestIntegrationScale10kOneFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds 10,000 HTB classes (~10 s)")
 	}
+	n := 10_000
+	if os.Getenv("GTPQOS_IN_VM") == "1" {
+		// Under qemu TCG class creation is ~10x slower; the kernel
+		// behaviour is the same at 1,000 (scale is measured on the host).
+		n = 1_000
+	}
 	l := newLab(t)
 	rec := NewReconciler(l.h, l.dev)
-	base := scaleFlows(1, 10_000)
+	base := scaleFlows(1, n)
 	prev, _ := applyScale(t, rec, base, nil)
 
 	plus := append(append([]Flow(nil), base...), scaleFlows(20_001, 1)...)
