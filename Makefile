@@ -31,8 +31,8 @@ unit: ## Run the tests that need neither root nor qemu (root tests skip with a r
 fuzz: ## Run each decoder fuzz target briefly (FUZZTIME, default 5s)
 	@./scripts/fuzz.sh $(FUZZTIME)
 
-vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run the shaper and lab tests inside it (root)
-	GTPQOS_VM=1 $(GO) test -count=1 -timeout 20m -run 'TestVM' -v ./tests/vm/
+vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run every TestVM* (shaper, lab, gtp5g with GTP5G_KO) inside it (root)
+	GTPQOS_VM=1 $(GO) test -count=1 -p 1 -timeout 20m -run '^TestVM' -v $(PKGS)
 
 demo: deps build ## Reproduce the seed experiment (static vs aware HTB) in network namespaces (root)
 	./$(BIN) ab --lab --demo
