@@ -151,11 +151,13 @@ func (v verification) check() (problems []string, summary string) {
 	dflt := v.delta(v.tree.DefaultMinor)
 	var unclassified uint64
 	what := fmt.Sprintf("the default class %s counted %d packets", v.tree.Handle(v.tree.DefaultMinor), dflt)
-	if v.gtp1 != nil && v.gtp2 != nil {
+	if v.gtp2 != nil {
+		problems = append(problems, v.danglingEntries()...)
+	}
+	// On N3 egress the gtpu program counts GTP-U it could not place. On N6
+	// (mark_egress) there is no such counter: the default class is the signal.
+	if v.gtp1 != nil && v.gtp2 != nil && v.gtp2.Filter == gtpubpf.FilterDownlink {
 		d1, d2 := v.gtp1.Stats.Downlink, v.gtp2.Stats.Downlink
-		if v.gtp2.Filter == gtpubpf.FilterUplinkN6 {
-			d1, d2 = v.gtp1.Stats.Uplink, v.gtp2.Stats.Uplink
-		}
 		miss := (d2.Miss - d1.Miss) + (d2.NoQFI - d1.NoQFI)
 		unclassified = miss
 		what = fmt.Sprintf("%d GTP-U packets matched no (TEID, QFI) entry", miss)
@@ -163,7 +165,6 @@ func (v verification) check() (problems []string, summary string) {
 			problems = append(problems, fmt.Sprintf("dev %s: %d GTP-U packets in %.0fs matched no (TEID, QFI) entry and went to the default class %s",
 				v.dev, miss, secs, v.tree.Handle(v.tree.DefaultMinor)))
 		}
-		problems = append(problems, v.danglingEntries()...)
 	} else {
 		unclassified = dflt
 	}

@@ -72,6 +72,13 @@ func TestVerifyCheck(t *testing.T) {
 			want: []string{"gtpu entry teid=7 qfi=1 points at class 6771:30, which does not exist"},
 		},
 		{
+			name: "gtpu on N6 (mark_egress): the default class is the signal",
+			v: verification{tree: verifyTree(gtpubpf.Kind, fw), before: stats(gtpTree, nil),
+				after: stats(gtpTree, map[uint16]uint64{2: 9}),
+				gtp1:  snap(gtpubpf.FilterUplinkN6, 0, nil), gtp2: snap(gtpubpf.FilterUplinkN6, 0, nil)},
+			want: []string{"class 6771:10 (mark=0x2) counted no packets in 2s while the default class 6771:2 counted 9 packets"},
+		},
+		{
 			name: "fw: idle flow while the default class grows",
 			v: verification{tree: verifyTree(shaper.KindFw, fw), before: stats(gtpTree, nil),
 				after: stats(gtpTree, map[uint16]uint64{2: 100})},
