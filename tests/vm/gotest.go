@@ -24,7 +24,8 @@ var goTestLineRE = regexp.MustCompile(`^--- (PASS|FAIL|SKIP): (Test\S+) `)
 // matching run yet; it fails it if the guest run fails, any test fails or
 // none passes. env is added to the guest environment; timeout bounds the
 // guest run (the tests get it minus a minute for boot, as -test.timeout).
-func RunGoTests(t *testing.T, pkg, run string, env map[string]string, timeout time.Duration) *GoTestRun {
+// flags are passed on to the test binary (e.g. "-test.skip", "Scale").
+func RunGoTests(t *testing.T, pkg, run string, env map[string]string, timeout time.Duration, flags ...string) *GoTestRun {
 	t.Helper()
 	Require(t)
 	bin := BuildTestBinary(t, pkg)
@@ -37,8 +38,8 @@ func RunGoTests(t *testing.T, pkg, run string, env map[string]string, timeout ti
 	}
 	name := "bin/" + strings.Trim(pkg, "./") + ".test"
 	name = strings.ReplaceAll(name, "/", "_")
-	script := "set -e\n" + bin.Script(name, "-test.run", run, "-test.v", "-test.count=1",
-		"-test.timeout", inner.String()) + "\n"
+	args := append([]string{"-test.run", run, "-test.v", "-test.count=1", "-test.timeout", inner.String()}, flags...)
+	script := "set -e\n" + bin.Script(name, args...) + "\n"
 	res := Run(t, Config{
 		Script:  script,
 		Env:     env,
