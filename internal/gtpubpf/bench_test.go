@@ -63,3 +63,30 @@ func runTimed(tb testing.TB, o *Objects, data []byte, repeat int) (uint32, time.
 	}
 	return ret, d
 }
+
+// BenchmarkSyncOneChange measures one Sync that changes a single key of a
+// 10,000-entry downlink map: the diff is computed in user space and only
+// that key is written, so the cost is one map update plus the diff.
+//
+//	go test -run '^$' -bench SyncOneChange ./internal/gtpubpf/
+func BenchmarkSyncOneChange(b *testing.B) {
+	o := loadForTest(b)
+	want := make(map[Key]uint32, 10000)
+	for i := 0; i < 10000; i++ {
+		want[Key{TEID: uint32(i + 1), QFI: 5}] = 0x10010
+	}
+	if _, err := o.SyncDownlink(want); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		want[Key{TEID: 1, QFI: 5}] = 0x10000 | uint32(i%2+0x11)
+		res, err := o.SyncDownlink(want)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Writes() != 1 {
+			b.Fatalf("sync wrote %d keys, want 1", res.Writes())
+		}
+	}
+}
