@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -53,7 +54,7 @@ type abFlags struct {
 	runs                          int
 	duration, window, traffic     string
 	out, dev, classifier, leaf    string
-	labPDRs                       string
+	labPDRs, replot               string
 	tolerance                     float64
 	payload                       int
 	pause                         time.Duration
@@ -79,6 +80,7 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Float64Var(&f.tolerance, "tolerance", 0.05, "GBR/MBR compliance tolerance (0.05 = 5%)")
 	fs.IntVar(&f.payload, "payload", lab.DefaultPayload, "UDP payload bytes (lab traffic, and the payload ceiling; 0 = derive from the frame)")
 	fs.DurationVar(&f.pause, "pause", time.Second, "pause between runs")
+	fs.StringVar(&f.replot, "replot", "", "re-print the table and re-write the files (into --out) from a results.json; runs nothing")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, abUsage)
@@ -87,6 +89,9 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 			return nil
 		}
 		return usagef("%v", err)
+	}
+	if f.replot != "" {
+		return replot(f.replot, f.out, stdout)
 	}
 	opts, err := f.options(fs.Args())
 	if err != nil {
@@ -348,4 +353,25 @@ func fillTEIDs(arms []ab.Arm, pdrs []lab.PDR) {
 			}
 		}
 	}
+}
+
+// replot re-renders a results.json: table on stdout, files into out.
+func replot(path, out string, stdout io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("replot: %w", err)
+	}
+	var res ab.Results
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("replot %s: %w", path, err)
+	}
+	if err := ab.WriteTable(stdout, &res); err != nil {
+		return err
+	}
+	paths, err := ab.WriteFiles(out, &res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join(paths, ", "))
+	return nil
 }

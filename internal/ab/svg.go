@@ -139,7 +139,7 @@ func Figure1(res *Results) []byte {
 				d.line(cx-6, yOf(f.Goodput.Lo), cx+6, yOf(f.Goodput.Lo), "#000", 1.5, "")
 			}
 			if y1-by > 20 {
-				d.text(cx, by+15, "middle", `font-size="11" fill="#ffffff" font-weight="bold"`, fmt.Sprintf("%.3f", f.Goodput.Mean))
+				d.text(cx, y1-8, "middle", `font-size="11" fill="#ffffff" font-weight="bold"`, fmt.Sprintf("%.3f", f.Goodput.Mean))
 			} else {
 				d.text(cx, by-6, "middle", `font-size="11"`, fmt.Sprintf("%.3f", f.Goodput.Mean))
 			}
@@ -147,12 +147,10 @@ func Figure1(res *Results) []byte {
 		if f0.HasGBR {
 			y := yOf(f0.GBR)
 			d.line(gx+groupW*0.08, y, gx+groupW*0.92, y, gbrColor, 2, "6,4")
-			d.text(gx+groupW*0.92, y-3, "end", `font-size="10" fill="`+gbrColor+`"`, fmt.Sprintf("GBR %g", round3(f0.GBR)))
 		}
 		if f0.HasMBR {
 			y := yOf(f0.MBR)
 			d.line(gx+groupW*0.08, y, gx+groupW*0.92, y, mbrColor, 2, "2,3")
-			d.text(gx+groupW*0.92, y-3, "end", `font-size="10" fill="`+mbrColor+`"`, fmt.Sprintf("MBR %g", round3(f0.MBR)))
 		}
 		d.text(gx+groupW/2, y1+20, "middle", "", contractLabel(f0))
 	}
@@ -215,9 +213,10 @@ func Figure2(res *Results) []byte {
 				continue
 			}
 			fmt.Fprintf(&d.b, `<polygon points="%s" fill="%s" fill-opacity="0.2" stroke="none"/>`+"\n", strings.Join(append(upper, lower...), " "), c)
-			fmt.Fprintf(&d.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(mid, " "), c)
+			dash := []string{"", ` stroke-dasharray="9,5"`, ` stroke-dasharray="2,4"`}[fi%3]
+			fmt.Fprintf(&d.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2.5"%s/>`+"\n", strings.Join(mid, " "), c, dash)
 			lx := x0 + 200 + 180*float64(fi)
-			d.rect(lx, py+6, 14, 4, c)
+			fmt.Fprintf(&d.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"%s/>`+"\n", lx, py+8, lx+16, py+8, c, dash)
 			d.text(lx+18, py+12, "start", `font-size="11"`, fmt.Sprintf("flow %s: %.3f Mbit/s", f.Name, f.Goodput.Mean))
 		}
 	}
