@@ -19,6 +19,7 @@ import (
 
 	"github.com/free5gc/gtpqos/internal/ab"
 	"github.com/free5gc/gtpqos/internal/gtpubpf"
+	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/tests/lab"
 )
@@ -152,6 +153,22 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 		if f.dev == "" {
 			return usagef("give --lab, or --dev IFACE to run on a real UPF's device")
 		}
+		// gtp5g's native policer, when the module is loaded: arms may set
+		// it; its setting is restored at the end.
+		m := kmod.Host()
+		if was, err := m.Policer(); err == nil {
+			opts.SetPolicer = m.SetPolicer
+			defer func() {
+				if err := m.SetPolicer(was); err != nil {
+					log.WithError(err).Error("restore gtp5g native policer")
+				}
+			}()
+		}
+		for _, a := range opts.Arms {
+			if a.Policer != "" && opts.SetPolicer == nil {
+				return fmt.Errorf("arm %s: policer=%s, but gtp5g's native policer (%s) is not available: %w", a.Name, a.Policer, m.PolicerPath(), kmod.ErrNotLoaded)
+			}
+		}
 		dt, err := ab.NewDeviceTarget(ctx, f.dev, shOpts...)
 		if err != nil {
 			return err
@@ -254,8 +271,19 @@ func (f *abFlags) options(args []string) (ab.Options, error) {
 		}
 		o.Arms = append(o.Arms, arm)
 	}
-	if err := o.Validate(); err != nil {
+	// Validate the protocol now (before building a lab); whether the
+	// native policer exists is checked where the target is known.
+	chk := o
+	chk.SetPolicer = func(bool) error { return nil }
+	if err := chk.Validate(); err != nil {
 		return o, usagef("%v", err)
+	}
+	if f.lab {
+		for _, a := range o.Arms {
+			if a.Policer != "" {
+				return o, usagef("arm %s: policer=%s: the lab has no gtp5g (its UPF is a user-space stand-in)", a.Name, a.Policer)
+			}
+		}
 	}
 	return o, nil
 }
