@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"runtime"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	gtp5gnl "github.com/free5gc/go-gtp5gnl"
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/khirono/go-nl"
@@ -29,7 +31,7 @@ import (
 // UPF host): it creates a gtp5g device in a fresh netns, programs
 // sessions shaped like the seed's the way go-upf does (go-gtp5gnl, the
 // same attributes), and checks what gtpnl dumps and qosview makes of it.
-// 300 sessions make every dump span many datagrams.
+// 200 sessions make every dump span many datagrams.
 func TestRealGTP5G(t *testing.T) {
 	testenv.RequireRoot(t)
 	if c, err := gtpnl.Dial(); err != nil {
@@ -89,7 +91,7 @@ func TestRealGTP5G(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = client.Close() })
 
-	const sessions = 300
+	const sessions = 200
 	start := time.Now()
 	for s := uint64(1); s <= sessions; s++ {
 		programSession(t, rules, link, s)
@@ -141,6 +143,7 @@ func TestRealGTP5G(t *testing.T) {
 		}
 	}
 
+	checkKnobs(t, client, feats)
 	if feats.Has(gtpnl.FeatureMarkCtrl | gtpnl.FeatureFlowMark) {
 		checkFlowMarks(t, client)
 	}
@@ -185,6 +188,60 @@ func checkDecoded(t *testing.T, qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl
 				t.Errorf("downlink FAR 8 decoded as %+v", f)
 			}
 		}
+	}
+}
+
+// checkKnobs compares the module's knobs over genl with kmod's sysfs and
+// procfs view, and checks the not-supported paths on a stock module.
+func checkKnobs(t *testing.T, c *gtpnl.Client, feats gtpnl.Features) {
+	t.Helper()
+	mod := kmod.Host()
+	if v, err := mod.Version(); err != nil || v != "0.10.2" {
+		t.Errorf("kmod Version = %q, %v; want 0.10.2", v, err)
+	}
+	procOn, err := mod.Policer()
+	if err != nil {
+		t.Fatalf("kmod Policer: %v", err)
+	}
+	if !feats.Has(gtpnl.FeaturePolicerCtrl) {
+		_, err1 := c.Policer()
+		_, err2 := c.MarkMode()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, err3 := c.Subscribe(ctx)
+		for i, err := range []error{err1, err2, err3} {
+			if !errors.Is(err, gtpnl.ErrNotSupported) || !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("patch call %d on stock gtp5g: %v; want ErrNotSupported", i, err)
+			}
+		}
+		if _, err := mod.MarkMode(); !errors.Is(err, os.ErrNotExist) || errors.Is(err, kmod.ErrNotLoaded) {
+			t.Errorf("kmod MarkMode on stock gtp5g: %v; want the knob absent", err)
+		}
+		return
+	}
+	on, err := c.Policer()
+	if err != nil || on != procOn {
+		t.Fatalf("genl Policer = %v, %v; /proc says %v", on, err, procOn)
+	}
+	for _, want := range []bool{!procOn, procOn} {
+		if err := c.SetPolicer(want); err != nil {
+			t.Fatalf("SetPolicer(%v): %v", want, err)
+		}
+		if got, err := mod.Policer(); err != nil || got != want {
+			t.Fatalf("/proc/gtp5g/qos after genl SetPolicer(%v) = %v, %v", want, got, err)
+		}
+	}
+	if err := mod.SetMarkMode(gtpnl.MarkQFI); err != nil {
+		t.Fatalf("kmod SetMarkMode(qfi): %v", err)
+	}
+	if m, err := c.MarkMode(); err != nil || m != gtpnl.MarkQFI {
+		t.Errorf("genl MarkMode after /proc qfi = %v, %v", m, err)
+	}
+	if err := c.SetMarkMode(gtpnl.MarkOff); err != nil {
+		t.Fatalf("SetMarkMode(off): %v", err)
+	}
+	if m, err := mod.MarkMode(); err != nil || m != gtpnl.MarkOff {
+		t.Errorf("/proc/gtp5g/qos_mark after genl off = %v, %v", m, err)
 	}
 }
 
