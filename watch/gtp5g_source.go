@@ -28,6 +28,11 @@ type GTP5GSource struct {
 	// OnViewProblems, if set, is called with the view's problems whenever
 	// they differ from the last dump's (an empty list: all solved).
 	OnViewProblems func(problems []string)
+	// OnConnect, if set, is called with every newly dialled client before
+	// it is used, e.g. to set the patch's mark mode again after gtp5g was
+	// reloaded (a fresh module starts with marking off). An error fails
+	// the call that dialled, and the next call dials again.
+	OnConnect func(c *gtpnl.Client) error
 
 	mu       sync.Mutex
 	c        *gtpnl.Client
@@ -44,6 +49,12 @@ func (s *GTP5GSource) client() (*gtpnl.Client, error) {
 	c, err := s.Dial()
 	if err != nil {
 		return nil, err
+	}
+	if s.OnConnect != nil {
+		if err := s.OnConnect(c); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	s.c = c
 	return c, nil

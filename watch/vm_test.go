@@ -12,7 +12,7 @@ import (
 // gtp5g device and an N3 veth, `gtpqos watch` started before any rule, then
 // the seed's session (three flows, a session-AMBR QER and the default path)
 // added through go-gtp5gnl's gogtp5g-tunnel, as go-upf would, and deleted
-// again.
+// again; then gtp5g is unloaded and loaded again under the running daemon.
 const watchScenario = `set -u
 cd "$VM_WORK"
 fail() { echo "FAIL: $*"; echo "== watch log"; cat watch.log; exit 1; }
@@ -21,6 +21,7 @@ ip link set n3w up
 ip link set n3p up
 ip addr add 10.100.0.1/24 dev n3w
 ./gogtp5g-link add upfgtp >link.log 2>&1 &
+L=$!
 for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1; done
 ip link set upfgtp up || fail "no gtp5g device"
 ./gtpqos watch --n3 n3w --link-rate 30mbit --poll 300ms --resync 2s >watch.log 2>&1 &
@@ -49,6 +50,27 @@ for q in 1 2 3 4 5; do $T delete qer upfgtp 1:$q; done
 $T delete far upfgtp 1:1
 waitfor 'class htb' 2 || fail "flow classes not removed after the session's rules were deleted"
 echo "== classes after delete"; classes
+# gtp5g unloaded and loaded again under the running daemon: it waits,
+# then rebuilds from the new module's rules.
+kill $L 2>/dev/null; ip link del upfgtp 2>/dev/null
+rmmod gtp5g || fail "rmmod gtp5g"
+sleep 3
+kill -0 $W || fail "watch exited when gtp5g was unloaded"
+insmod "$VM_WORK/.vm/gtp5g.ko" || fail "insmod gtp5g again"
+./gogtp5g-link add upfgtp >>link.log 2>&1 &
+L=$!
+for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1; done
+ip link set upfgtp up || fail "no gtp5g device after reload"
+$T add far upfgtp 7:1 --action 2 --hdr-creation 256 200 10.100.0.2 2152 || fail "add far after reload"
+$T add qer upfgtp 7:2 --gate-status 0 --qfi 2 --gbr-ul 7000 --gbr-dl 7000 --mbr-ul 9000 --mbr-dl 9000 || fail "add qer after reload"
+$T add pdr upfgtp 7:2 --pcd 100 --ue-ipv4 10.60.0.7 --far-id 1 --qer-id 2 || fail "add pdr after reload"
+waitfor 'rate 7Mbit ceil 9Mbit' 1 || fail "no class for the session added after gtp5g was reloaded"
+echo "== classes after gtp5g reload"; classes
+if [ -e /proc/gtp5g/qos_mark ]; then
+	m=$(cat /proc/gtp5g/qos_mark)
+	[ "$m" = flow ] || fail "mark mode '$m' after gtp5g reload, want flow (set again by watch)"
+	echo "mark mode after reload: $m"
+fi
 echo "SIGTERM at $(date +%T)"
 kill -TERM $W
 wait $W
@@ -78,7 +100,8 @@ func TestVMWatchRealGTP5G(t *testing.T) {
 	if n := strings.Count(out, "mode: "); n != 1 {
 		t.Errorf("watch logged %d mode lines, want exactly one", n)
 	}
-	for _, want := range []string{"watch exit 0", "tree left in place after SIGTERM", "qer=2", "qfi=2", "seid=1"} {
+	for _, want := range []string{"watch exit 0", "tree left in place after SIGTERM", "qer=2", "qfi=2", "seid=1",
+		"retrying until it works", "working again"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("guest output lacks %q", want)
 		}

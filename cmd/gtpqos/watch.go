@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -222,6 +223,8 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	dlOpts = append(dlOpts, shaper.WithForce(cfg.Force))
 	ulOpts = append(ulOpts, shaper.WithForce(cfg.Force))
 
+	var first atomic.Bool // the source's first dial follows the start-up checks
+	first.Store(true)
 	metrics := watch.NewMetrics()
 	dl := watch.NewShaperApplier(shaper.NewReconciler(h, cfg.N3, dlOpts...), dlPol)
 	metrics.WatchClasses(dl)
@@ -231,6 +234,17 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 			View:           qosView(markMode),
 			WithEvents:     patched,
 			OnViewProblems: func(ps []string) { logViewProblems(log, ps) },
+			OnConnect: func(c *gtpnl.Client) error {
+				if !patched || first.Swap(false) {
+					return nil // the start-up already set the mark mode
+				}
+				// gtp5g was reloaded: a fresh module marks nothing.
+				line, _, err := ensureMarkMode(c, cfg.MarkMode, feats)
+				if err == nil {
+					log.WithField("dev", cfg.N3).Infof("gtp5g reconnected: %s", line)
+				}
+				return err
+			},
 		},
 		Downlink: dl, Poll: time.Duration(cfg.Poll), Resync: time.Duration(cfg.Resync),
 		Retry: time.Duration(cfg.Retry), Observer: &logObserver{log: log}, Metrics: metrics,
@@ -456,5 +470,5 @@ func (o *logObserver) Degraded(stage string, err error) {
 }
 
 func (o *logObserver) Recovered(stage string) {
-	o.log.WithField("stage", stage).Info("working again; tree rebuilt")
+	o.log.WithField("stage", stage).Info("working again")
 }
