@@ -64,3 +64,19 @@ func TestKORelease(t *testing.T) {
 		t.Error("koRelease accepted a non-ELF file")
 	}
 }
+
+// TestBootImagePVH checks that the vmlinux extracted from the cached
+// kernel's bzImage is an ELF with a PVH entry (what qemu boots directly).
+func TestBootImagePVH(t *testing.T) {
+	k := newestCachedKernel(CacheDir())
+	if k == nil {
+		t.Skipf("no unpacked kernel in %s (the VM tests download one)", CacheDir())
+	}
+	img := bootImage(k)
+	if img == k.Vmlinuz || !hasPVHEntry(img) {
+		t.Fatalf("boot image %s: want an extracted vmlinux with a PVH note", img)
+	}
+	if hasPVHEntry(k.Vmlinuz) {
+		t.Errorf("bzImage %s reported as a PVH ELF", k.Vmlinuz)
+	}
+}

@@ -132,7 +132,7 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir string, cfg Config)
 		"-smp", strconv.Itoa(cfg.CPUs), "-m", strconv.Itoa(cfg.MemoryMiB),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-serial", "stdio",
-		"-kernel", k.Vmlinuz, "-initrd", initrd,
+		"-kernel", bootImage(k), "-initrd", initrd,
 		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init tsc=reliable",
 		"-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
 		"-virtfs", "local,path=" + workDir + ",mount_tag=work,security_model=none,multidevs=remap",
