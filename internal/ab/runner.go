@@ -86,6 +86,9 @@ func Run(ctx context.Context, t Target, o Options) (*Results, error) {
 			}
 			res.RunList = append(res.RunList, run)
 			o.progress("  %s", runLine(run))
+			for _, n := range run.Notes {
+				o.progress("  note: %s", n)
+			}
 			if o.Pause > 0 && n < total {
 				select {
 				case <-ctx.Done():
@@ -168,5 +171,8 @@ func runOne(ctx context.Context, t Target, o *Options, arm Arm, index int) (RunR
 		return run, fmt.Errorf("traffic: %w", tr.err)
 	}
 	measure(&run, o, arm, tree, t.Scale(), s1, s2, t2.Sub(t1), tr.m)
+	if n, ok := t.(interface{ RunNotes() []string }); ok {
+		run.Notes = n.RunNotes()
+	}
 	return run, nil
 }

@@ -102,7 +102,7 @@ func Figure1(res *Results) []byte {
 		title = "Payload rate per flow (from N3 class counters)"
 	}
 	d.text(W/2, 24, "middle", `font-size="15" font-weight="bold"`, title)
-	d.text(W/2, 42, "middle", `fill="#555"`, fmt.Sprintf("seconds %d-%d, error bars: 95%% CI over %d run(s); dashed: GBR (red), MBR (orange)", res.WindowFrom, res.WindowTo, res.Runs))
+	d.text(W/2, 42, "middle", `fill="#555"`, fmt.Sprintf("seconds %d-%d, error bars: 95%% CI over %d run(s); red dashed: GBR, orange dotted: MBR", res.WindowFrom, res.WindowTo, res.Runs))
 	if len(res.Arms) == 0 || len(res.Arms[0].Flows) == 0 {
 		return d.bytes()
 	}

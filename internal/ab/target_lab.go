@@ -18,7 +18,11 @@ type LabTarget struct {
 	tcp       bool
 	payload   int
 	generator string
+	notes     []string
 }
+
+// RunNotes returns the last run's datapath remarks (drops outside HTB).
+func (t *LabTarget) RunNotes() []string { return t.notes }
 
 // NewLabTarget returns a target on l's N3 device. opts go to the shaper's
 // reconciler (classifier, leaf).
@@ -81,6 +85,23 @@ func (t *LabTarget) ClassStats(ctx context.Context) (map[uint32]shaper.ClassStat
 
 // Traffic runs the lab's traffic and maps it to flow names.
 func (t *LabTarget) Traffic(ctx context.Context, _ []shaper.Flow, start time.Time, d time.Duration) (map[string]FlowTraffic, error) {
+	before := t.lab.Diagnostics()
+	defer func() {
+		a := t.lab.Diagnostics()
+		t.notes = nil
+		if d := a.TunDropped - before.TunDropped; d > 0 {
+			t.notes = append(t.notes, fmt.Sprintf("N6 TUN dropped %d packets (UPF stand-in too slow)", d))
+		}
+		if d := a.UPFSendDropped - before.UPFSendDropped; d > 0 {
+			t.notes = append(t.notes, fmt.Sprintf("UPF N3 socket refused %d packets", d))
+		}
+		if d := a.Unmatched - before.Unmatched; d > 0 {
+			t.notes = append(t.notes, fmt.Sprintf("%d N6 packets matched no PDR", d))
+		}
+		if d := a.GNBRejected - before.GNBRejected; d > 0 {
+			t.notes = append(t.notes, fmt.Sprintf("gNB rejected %d packets", d))
+		}
+	}()
 	res, err := t.lab.Run(ctx, lab.TrafficSpec{Duration: d, TCP: t.tcp, Payload: t.payload, Generator: t.generator, Start: start})
 	if err != nil {
 		return nil, err

@@ -99,6 +99,8 @@ type RunResult struct {
 	Frame float64 `json:"frame_bytes"`
 	// Unclassified is the default class's packets over the window.
 	Unclassified uint64 `json:"unclassified_packets"`
+	// Notes are the target's remarks on the run (lab: drops outside HTB).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // FlowSummary is one flow of one arm across runs.

@@ -130,3 +130,30 @@ func (l *Lab) Close() error {
 	})
 	return l.closeErr
 }
+
+// Diagnostics are the lab's drop counters outside HTB, cumulative since
+// the lab started: where a lab measurement can lose packets besides the
+// bottleneck being measured.
+type Diagnostics struct {
+	// TunDropped counts DN->UE packets the N6 TUN dropped because the UPF
+	// stand-in did not read them in time.
+	TunDropped uint64
+	// UPFSendDropped counts G-PDUs the N3 socket refused (buffer full).
+	UPFSendDropped uint64
+	// Unmatched counts N6 packets that matched no PDR.
+	Unmatched uint64
+	// GNBRejected counts N3 packets the gNB could not decapsulate/deliver.
+	GNBRejected uint64
+}
+
+// Diagnostics reads the drop counters.
+func (l *Lab) Diagnostics() Diagnostics {
+	d := Diagnostics{Unmatched: l.upf.unmatched.Load(), GNBRejected: l.gnb.bad.Load()}
+	for _, c := range l.upf.snapshot() {
+		d.UPFSendDropped += c.Dropped
+	}
+	if link, err := l.topo.upf.nl.LinkByName(upfTunDev); err == nil && link.Attrs().Statistics != nil {
+		d.TunDropped = link.Attrs().Statistics.TxDropped
+	}
+	return d
+}

@@ -82,3 +82,48 @@ func TestLabSeedStaticVsAware(t *testing.T) {
 		t.Errorf("%d N6 packets matched no PDR", n)
 	}
 }
+
+// TestLabTCPVariant runs the same contracts with one reverse TCP connection
+// per flow (one 8 s run per arm) and checks that it runs and reports: every
+// flow gets goodput, the bottleneck stays mostly busy, frames are TCP-sized
+// and the table reports retransmits. Whether TCP meets the contracts is
+// reported, not asserted (docs/lab.md states what it showed).
+func TestLabTCPVariant(t *testing.T) {
+	testenv.RequireRoot(t)
+	l, err := lab.New(lab.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	target := ab.NewLabTarget(l, true, 0, lab.TrafficBuiltin)
+	defer target.Close(ctx)
+	res, err := ab.Run(ctx, target, ab.Options{
+		Arms: seedArms(t), Runs: 1, Duration: 8 * time.Second,
+		WindowStart: 2 * time.Second, WindowEnd: 7 * time.Second, Tolerance: 0.05, TCP: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	if err := ab.WriteTable(&table, res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", table.String())
+	if !strings.Contains(table.String(), "retrans") {
+		t.Errorf("table does not report TCP retransmits")
+	}
+	for _, as := range res.Arms {
+		if as.Frame <= 1286 || as.Frame > 1500 {
+			t.Errorf("arm %s: N3 frame %.1f bytes, want TCP-sized (1287..1500)", as.Arm.Name, as.Frame)
+		}
+		if as.Utilisation < 0.9 {
+			t.Errorf("arm %s: aggregate %.3f is %.1f%% of the ceiling, want >= 90%%", as.Arm.Name, as.Aggregate.Mean, 100*as.Utilisation)
+		}
+		for _, f := range as.Flows {
+			if f.Goodput.Mean < 0.5*l.Scale() {
+				t.Errorf("arm %s flow %s: goodput %.3f Mbit/s", as.Arm.Name, f.Name, f.Goodput.Mean)
+			}
+		}
+	}
+}

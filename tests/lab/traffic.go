@@ -92,8 +92,8 @@ func (l *Lab) Run(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, error) 
 	if spec.Payload == 0 {
 		spec.Payload = DefaultPayload
 	}
-	if spec.Payload < 16 || spec.Payload > innerMTU-28 {
-		return nil, fmt.Errorf("payload %d bytes: want 16..%d", spec.Payload, innerMTU-28)
+	if spec.Payload < udpHeaderLen || spec.Payload > innerMTU-28 {
+		return nil, fmt.Errorf("payload %d bytes: want %d..%d", spec.Payload, udpHeaderLen, innerMTU-28)
 	}
 	if spec.Start.IsZero() || time.Until(spec.Start) < 20*time.Millisecond {
 		spec.Start = time.Now().Add(50 * time.Millisecond)

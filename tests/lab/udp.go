@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,6 +43,9 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		}
 	}
 	out := make([]FlowTraffic, n)
+	var rid [4]byte
+	_, _ = rand.Read(rid[:])
+	runID := binary.BigEndian.Uint32(rid[:]) | 1
 	start := spec.Start
 	end := start.Add(spec.Duration)
 	ctx, cancel := context.WithDeadline(ctx, end)
@@ -55,7 +59,7 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 			defer wg.Done()
 			boostThread()
 			dst := netip.AddrPortFrom(l.pdrs[i].UE, l.pdrs[i].UEPort)
-			out[i].Sent, sendErr[i] = paceUDP(ctx, tx[i], dst, spec.Payload, l.offered(i, spec), start)
+			out[i].Sent, sendErr[i] = paceUDP(ctx, tx[i], dst, spec.Payload, l.offered(i, spec), start, runID)
 		}()
 	}
 	l.gnb.stamp.Store(true)
@@ -67,7 +71,7 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
-			out[i].Received = receiveUDP(rx[i], out[i].Intervals, start, rxDone)
+			out[i].Received = receiveUDP(rx[i], out[i].Intervals, start, rxDone, runID)
 		}()
 	}
 	wg.Wait()
@@ -93,10 +97,17 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 	return out, nil
 }
 
+// Built-in UDP payload layout: bytes 0..7 sequence number, 8..15 the gNB's
+// N3 receive time (written by the gNB; zero when sent), 16..19 the run id
+// (so a receiver ignores late packets of an earlier run still queued in a
+// leaf), then zeros.
+const udpHeaderLen = 20
+
 // paceUDP sends sequence-numbered datagrams of size payload at rate bit/s
 // from start until ctx ends; it returns the number sent.
-func paceUDP(ctx context.Context, c *net.UDPConn, dst netip.AddrPort, payload int, rate float64, start time.Time) (uint64, error) {
+func paceUDP(ctx context.Context, c *net.UDPConn, dst netip.AddrPort, payload int, rate float64, start time.Time, runID uint32) (uint64, error) {
 	buf := make([]byte, payload)
+	binary.BigEndian.PutUint32(buf[16:], runID)
 	perPkt := time.Duration(float64(payload*8) / rate * float64(time.Second))
 	if perPkt <= 0 {
 		return 0, fmt.Errorf("udp sender to %v: rate %.0f bit/s too high", dst, rate)
@@ -131,7 +142,7 @@ func newIntervals(n int) []Interval {
 // time, which it writes into payload bytes 8..15), else by their kernel
 // receive time here (SO_TIMESTAMPNS): a stand-in or receiver goroutine that
 // is scheduled late does not move bytes between seconds.
-func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan struct{}) uint64 {
+func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan struct{}, runID uint32) uint64 {
 	buf := make([]byte, 65536)
 	oob := make([]byte, 128)
 	var got uint64
@@ -150,12 +161,13 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			}
 			return got
 		}
+		if n < udpHeaderLen || binary.BigEndian.Uint32(buf[16:]) != runID {
+			continue // not ours, or from an earlier run
+		}
 		got++
 		var at time.Time
-		if n >= 16 {
-			if ns := binary.BigEndian.Uint64(buf[8:]); ns != 0 {
-				at = time.Unix(0, int64(ns)) // the gNB's N3 receive time
-			}
+		if ns := binary.BigEndian.Uint64(buf[8:]); ns != 0 {
+			at = time.Unix(0, int64(ns)) // the gNB's N3 receive time
 		}
 		if at.IsZero() {
 			ts, ok := rxTimestamp(oob[:oobn])
@@ -165,7 +177,7 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			at = ts
 		}
 		s := int(at.Sub(start) / time.Second)
-		if at.Before(start) || s >= len(iv) || n < 8 {
+		if at.Before(start) || s >= len(iv) {
 			continue
 		}
 		seq := binary.BigEndian.Uint64(buf)
