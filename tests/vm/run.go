@@ -133,7 +133,7 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir string, cfg Config)
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-serial", "stdio",
 		"-kernel", bootImage(k), "-initrd", initrd,
-		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init tsc=reliable",
+		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init tsc=reliable mitigations=off",
 		"-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
 		"-virtfs", "local,path=" + workDir + ",mount_tag=work,security_model=none,multidevs=remap",
 	}

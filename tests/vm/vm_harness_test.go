@@ -63,12 +63,12 @@ func TestVMTimeoutKillsQEMU(t *testing.T) {
 	Require(t)
 	work := t.TempDir()
 	start := time.Now()
-	_, err := RunContext(context.Background(), work, Config{Script: "sleep 600", Timeout: 25 * time.Second})
-	if err == nil || !strings.Contains(err.Error(), "timed out after 25s") {
+	_, err := RunContext(context.Background(), work, Config{Script: "sleep 600", Timeout: 15 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "timed out after 15s") {
 		t.Fatalf("RunContext error %v, want a timeout", err)
 	}
 	if d := time.Since(start); d > 60*time.Second {
-		t.Errorf("run took %s after a 25s timeout", d)
+		t.Errorf("run took %s after a 15s timeout", d)
 	}
 	if pids := qemuUsing(work); len(pids) > 0 {
 		t.Fatalf("qemu still running for %s: pids %v", work, pids)
