@@ -4,6 +4,7 @@ package gtpnl_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -143,6 +144,9 @@ func TestRealGTP5G(t *testing.T) {
 		}
 	}
 
+	if bin := os.Getenv("GTPQOS_BIN"); bin != "" {
+		checkCLI(t, ns, bin, sessions)
+	}
 	checkKnobs(t, client, feats)
 	if feats.Has(gtpnl.FeatureMarkCtrl | gtpnl.FeatureFlowMark) {
 		checkFlowMarks(t, client)
@@ -189,6 +193,36 @@ func checkDecoded(t *testing.T, qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl
 			}
 		}
 	}
+}
+
+// checkCLI runs 'gtpqos status --json' (the binary in $GTPQOS_BIN) inside
+// the device's netns and checks it shows every flow.
+func checkCLI(t *testing.T, ns *testenv.NetNS, bin string, sessions int) {
+	t.Helper()
+	out := ns.Run(t, bin, "status", "--json")
+	var rep struct {
+		Flows []struct {
+			SEID      uint64 `json:"seid"`
+			QER       uint32 `json:"qer"`
+			QFI       uint8  `json:"qfi"`
+			Direction string `json:"direction"`
+			GBR       uint64 `json:"gbr_bps"`
+			MBR       uint64 `json:"mbr_bps"`
+			TEID      uint32 `json:"teid"`
+		} `json:"flows"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("gtpqos status --json: %v\n%.500s", err, out)
+	}
+	if len(rep.Flows) != sessions*3 || len(rep.Problems) != sessions {
+		t.Fatalf("gtpqos status: %d flows, %d problems; want %d and %d (flow C's wire QFI)", len(rep.Flows), len(rep.Problems), sessions*3, sessions)
+	}
+	f := rep.Flows[0]
+	if f.SEID != 1 || f.QER != 3 || f.QFI != 2 || f.Direction != "downlink" || f.GBR != 15e6 || f.MBR != 18e6 || f.TEID != 1001 {
+		t.Errorf("gtpqos status: first flow %+v; want session 1's flow A", f)
+	}
+	t.Logf("gtpqos status --json in the device's netns: %d flows, %d problems", len(rep.Flows), len(rep.Problems))
 }
 
 // checkKnobs compares the module's knobs over genl with kmod's sysfs and

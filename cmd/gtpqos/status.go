@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/free5gc/gtpqos/gtpnl"
@@ -178,7 +179,7 @@ func featureNames(f gtpnl.Features) []string {
 func renderStatus(w io.Writer, rep statusReport) {
 	feats := "none (stock gtp5g)"
 	if len(rep.Features) > 0 {
-		feats = fmt.Sprint(rep.Features)
+		feats = strings.Join(rep.Features, ",")
 	}
 	fmt.Fprintf(w, "gtp5g %s  features: %s  mark mode: %s  native policer: %s\n", rep.Version, feats, rep.MarkMode, rep.Policer)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -16,13 +16,22 @@ import (
 func TestVMGtpnlRealGTP5G(t *testing.T) {
 	ko := vm.RequireKO(t)
 	bin := vm.BuildTestBinary(t, "./gtpnl")
+	gtpqos := vm.BuildBinary(t, "./cmd/gtpqos")
+	// Then the CLI against the loaded module: no devices, so no flows.
+	cli := "echo ===status; /run/vm/gtpqos status && echo ===json && /run/vm/gtpqos status --json && echo ===policer && /run/vm/gtpqos policer status"
 	res := vm.Run(t, vm.Config{
 		KO:      ko,
-		Files:   map[string]string{"gtpnl.test": bin.HostPath},
-		Script:  bin.Script("gtpnl.test", "-test.run", "^TestRealGTP5G$", "-test.v", "-test.count=1", "-test.timeout", "6m"),
+		Files:   map[string]string{"gtpnl.test": bin.HostPath, "gtpqos": gtpqos},
+		Env:     map[string]string{"GTPQOS_BIN": "/run/vm/gtpqos"},
+		Script:  "set -e\n" + bin.Script("gtpnl.test", "-test.run", "^TestRealGTP5G$", "-test.v", "-test.count=1", "-test.timeout", "6m") + "\n" + cli + "\n",
 		Timeout: 8 * time.Minute,
 	})
 	if res.ExitCode != 0 || !strings.Contains(res.Output, "--- PASS: TestRealGTP5G") {
-		t.Fatalf("gtpnl TestRealGTP5G in the VM: exit %d, no PASS line", res.ExitCode)
+		t.Fatalf("gtpnl TestRealGTP5G and gtpqos status in the VM: exit %d", res.ExitCode)
+	}
+	for _, want := range []string{"gtpqos status --json in the device's netns: 600 flows", "gtp5g 0.10.2", "(no rate-bearing QoS flows)", `"version": "0.10.2"`, "native policer: off"} {
+		if !strings.Contains(res.Output, want) {
+			t.Errorf("VM output lacks %q", want)
+		}
 	}
 }
