@@ -506,7 +506,6 @@ func createLink(name string, fd int) error {
 	return nil
 }
 
-
 // pdiSrcIntf is gtp5g's GTP5G_PDI_SRC_INTF (4): go-gtp5gnl v1.4.6 has no
 // name for it (later versions, which go-upf uses, call it PDI_SRC_INTF).
 const pdiSrcIntf = 4
