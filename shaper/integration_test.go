@@ -201,6 +201,9 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	l.send(t, 99, 3, 200) // unknown mark: default class
 	l.waitPackets(t, rec, DefaultMinor, 3)
 	stA := l.waitPackets(t, rec, 0x10, 5)
+	if q := l.ns.Run(t, "tc", "-s", "qdisc", "show", "dev", l.dev); !strings.Contains(q, "direct_packets_stat 0 ") {
+		t.Errorf("packets went through HTB's unshaped direct queue:\n%s", q)
+	}
 
 	// Switch to static: the three classes change in place.
 	spol := DefaultPolicy(30 * mbit)
@@ -427,4 +430,25 @@ func TestIntegrationRoleChange(t *testing.T) {
 	}
 	l.send(t, 0x31, 3, 200)
 	l.waitPackets(t, rec, 0x10, 3)
+}
+
+// TestIntegrationCreateRollback makes the default class fail on a fresh
+// device: the root qdisc must be removed again, so no packet can sit in
+// HTB's unshaped direct queue, and the device is as before.
+func TestIntegrationCreateRollback(t *testing.T) {
+	l := newLab(t)
+	before := l.qdiscs(t)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	for i := range tree.Classes {
+		if tree.Classes[i].Role == RoleDefault {
+			tree.Classes[i].Rate, tree.Classes[i].Ceil = 0, 0 // HTB refuses a zero rate
+		}
+	}
+	_, err := NewReconciler(l.h, l.dev).Reconcile(context.Background(), tree)
+	if err == nil || !strings.Contains(err.Error(), "default class") {
+		t.Fatalf("reconcile with a broken default class: %v; want an error naming the default class", err)
+	}
+	if after := l.qdiscs(t); after != before {
+		t.Errorf("root qdisc left after a failed create:\n%s\nbefore:\n%s", after, before)
+	}
 }
