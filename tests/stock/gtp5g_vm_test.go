@@ -24,6 +24,10 @@ import (
 // stockGuestEnv tells the test binary inside the VM to run the guest side.
 const stockGuestEnv = "GTPQOS_STOCK_GTP5G_GUEST"
 
+// leafEnv, if set (auto, fq_codel or fifo), picks the leaf qdisc in the VM
+// (default auto: fq_codel there).
+const leafEnv = "GTPQOS_STOCK_VM_LEAF"
+
 // TestVMStockGtp5g boots the Debian kernel with $GTP5G_KO (an unpatched
 // gtp5g v0.10.2 is the point; a patched one sends the same GTP-U) and runs
 // TestStockGtp5gGuest there: real gtp5g UPF and RAN devices, the aware HTB
@@ -45,6 +49,9 @@ func TestVMStockGtp5g(t *testing.T) {
 	env := map[string]string{stockGuestEnv: "1", "GTPQOS_LAB_RATE_SCALE": "0.1"}
 	if s := os.Getenv("GTPQOS_LAB_RATE_SCALE"); s != "" {
 		env["GTPQOS_LAB_RATE_SCALE"] = s
+	}
+	if s := os.Getenv(leafEnv); s != "" {
+		env[leafEnv] = s
 	}
 	res := vm.Run(t, vm.Config{
 		Script: "set -e\n" + bin.Script(name, "-test.run", "^TestStockGtp5gGuest$", "-test.v", "-test.count=1",
@@ -149,6 +156,15 @@ func TestStockGtp5gGuest(t *testing.T) {
 	// non-GBR and default minimums would eat the GBR flows' guarantees.
 	pol.NonGBRMin = uint64(float64(shaper.DefaultNonGBRMin) * scale)
 	pol.DefaultRate = pol.NonGBRMin
+	// So does the DRR quantum (borrowing granularity), down to one frame.
+	pol.Quantum = uint32(math.Max(float64(shaper.DefaultQuantum)*scale, shaper.DefaultMaxFrame))
+	if lk := os.Getenv(leafEnv); lk != "" {
+		k, err := shaper.ParseLeafKind(lk)
+		if err != nil {
+			t.Fatalf("%s: %v", leafEnv, err)
+		}
+		pol.Leaf.Kind = k
+	}
 	tree, probs := shaper.Plan(sf, pol)
 	if tree == nil {
 		t.Fatalf("plan: %v", probs)
