@@ -10,13 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// FilterPriority is the tc filter priority (preference) of every filter this
-// package installs on a clsact hook; FilterHandle is its handle. A filter
-// at this priority that is not named NamePrefix+... is someone else's and
-// makes Attach fail rather than replace it.
+// Identity of the filters this package installs. A filter at FilterPriority
+// that is not named NamePrefix+... is someone else's and makes Attach fail
+// rather than replace it.
 const (
+	// FilterPriority is the tc filter priority (preference) on each hook.
 	FilterPriority uint16 = 2152
-	FilterHandle   uint32 = 1
+	// FilterHandle is the filter's handle.
+	FilterHandle uint32 = 1
 	// NamePrefix starts the name of every filter this package installs.
 	NamePrefix = "gtpqos-"
 )
