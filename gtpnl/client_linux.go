@@ -293,6 +293,10 @@ type subscription struct {
 	lastSeq uint32
 }
 
+// subscriptionReadBuffer is the receive buffer asked for on a
+// subscription's socket (8 MiB: ~40k events of ~200 bytes).
+const subscriptionReadBuffer = 8 << 20
+
 // subscribe opens a socket of its own, joins the QoS group and watches ctx.
 func (c *client) subscribe(ctx context.Context) (*Subscription, error) {
 	var id uint32
@@ -309,6 +313,10 @@ func (c *client) subscribe(ctx context.Context) (*Subscription, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gtp5g subscribe to QoS events: open socket: %w", err)
 	}
+	// A large buffer rides out event bursts (a UPF installing thousands of
+	// sessions); overruns still surface as ErrResync. Best effort: without
+	// privileges the kernel caps it at net.core.rmem_max.
+	_ = conn.SetReadBuffer(subscriptionReadBuffer)
 	if err := conn.JoinGroup(id); err != nil {
 		_ = conn.Close()
 		return nil, opError("join multicast group "+qosGroup, err)

@@ -5,10 +5,12 @@ package gtpnl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -494,5 +496,46 @@ func TestSameNetNS(t *testing.T) {
 	ns := testenv.NewNetNS(t) // skips without root
 	if sameNetNS(int(ns.Handle)) {
 		t.Fatalf("sameNetNS(netns %s) = true from the test's netns", ns.Name)
+	}
+}
+
+// One client used from several goroutines: each request gets its own
+// reply (requests are serialised; a dump's reads are not interleaved).
+func TestConcurrentRequests(t *testing.T) {
+	qerMsgs := []genetlink.Message{reply(cmdGetQER, kqer{id: 1, seid: 1}.attrs(t)), reply(cmdGetQER, kqer{id: 2, seid: 1}.attrs(t))}
+	ver := reply(cmdGetVersion, []byte{0x0b, 0x00, 0x00, 0x00, '0', '.', '1', '0', '.', '2', 0x00, 0x00})
+	c := testClient(t, stockFamily, func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
+		switch {
+		case nreq.Header.Type == 0:
+			return nil, io.EOF // the read after a dump's data: DONE
+		case greq.Header.Command == cmdGetQER:
+			return qerMsgs, nil
+		case greq.Header.Command == cmdGetVersion:
+			return []genetlink.Message{ver}, nil
+		}
+		return nil, fmt.Errorf("unexpected command %d", greq.Header.Command)
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if q, err := c.QERs(); err != nil || len(q) != 2 {
+					errs <- fmt.Errorf("QERs = %d, %v", len(q), err)
+					return
+				}
+				if v, err := c.Version(); err != nil || v != "0.10.2" {
+					errs <- fmt.Errorf("Version = %q, %v", v, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
