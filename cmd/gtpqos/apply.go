@@ -66,8 +66,14 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 		return usagef("--dev IF is required")
 	}
 	// Validate the input completely before touching the kernel.
-	if _, _, _, err := loadAndPlan(*file, *cls, *dir, nil); err != nil {
+	ff, err := loadFlows(*file, *dir)
+	if err != nil {
 		return err
+	}
+	if _, probs, err := planFlows(ff, *cls, nil); err != nil {
+		return err
+	} else if p, bad := shaper.FirstError(probs); bad {
+		return p
 	}
 	var opts []shaper.Option
 	opts = append(opts, shaper.WithForce(*force))
@@ -92,7 +98,7 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil && !(*force && errors.Is(err, shaper.ErrNotOwned)) {
 		return err
 	}
-	t, probs, _, err := loadAndPlan(*file, *cls, *dir, prev)
+	t, probs, err := planFlows(ff, *cls, prev)
 	if err != nil {
 		return err
 	}
@@ -108,5 +114,49 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, res.String())
+	printChanges(stdout, res, t, prev)
 	return nil
+}
+
+// maxApplyLines bounds the per-class lines apply prints.
+const maxApplyLines = 50
+
+// printChanges prints one line per created, changed or deleted class.
+func printChanges(w io.Writer, res shaper.Result, t, prev *shaper.Tree) {
+	n := 0
+	line := func(op string, tr *shaper.Tree, minor uint16) {
+		n++
+		if n > maxApplyLines {
+			return
+		}
+		if tr == nil {
+			fmt.Fprintf(w, "  %s class %x:%x\n", op, shaper.OwnedMajor, minor)
+			return
+		}
+		c, ok := tr.Find(minor)
+		if !ok {
+			fmt.Fprintf(w, "  %s class %s\n", op, tr.Handle(minor))
+			return
+		}
+		what := c.Role.String()
+		if c.Role == shaper.RoleFlow && c.Name != "" {
+			what = "flow " + c.Name
+		} else if c.Role == shaper.RoleFlow && c.Mark != 0 {
+			what = fmt.Sprintf("flow mark %#x", c.Mark)
+		}
+		fmt.Fprintf(w, "  %s class %s (%s): rate %s ceil %s\n", op, tr.Handle(minor), what,
+			shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil))
+	}
+	for _, m := range res.Created {
+		line("created", t, m)
+	}
+	for _, m := range res.Changed {
+		line("changed", t, m)
+	}
+	for _, m := range res.Deleted {
+		line("deleted", prev, m)
+	}
+	if n > maxApplyLines {
+		fmt.Fprintf(w, "  ... and %d more class changes\n", n-maxApplyLines)
+	}
 }

@@ -18,32 +18,47 @@ func init() {
 	})
 }
 
-// loadAndPlan reads a flows file and plans it with an optional classifier
-// override; it returns the tree, the problems and the file.
-// direction "" or "all" keeps every flow, else only that direction's.
-func loadAndPlan(path, classifier, direction string, prev *shaper.Tree) (*shaper.Tree, []shaper.Problem, shaper.FlowsFile, error) {
+// loadFlows reads a flows file; direction "" or "all" keeps every flow,
+// else only that direction's.
+func loadFlows(path, direction string) (shaper.FlowsFile, error) {
 	ff, err := shaper.LoadFlowsFile(path)
 	if err != nil {
-		return nil, nil, ff, err
+		return ff, err
 	}
 	if direction != "" && direction != "all" {
 		d, err := shaper.ParseDirection(direction)
 		if err != nil {
-			return nil, nil, ff, usagef("--direction: %v", err)
+			return ff, usagef("--direction: %v", err)
 		}
 		ff.Flows = shaper.FilterDirection(ff.Flows, d)
 	}
+	return ff, nil
+}
+
+// planFlows plans a flows file with an optional classifier override and
+// the previous (or actual) tree for stable class ids.
+func planFlows(ff shaper.FlowsFile, classifier string, prev *shaper.Tree) (*shaper.Tree, []shaper.Problem, error) {
 	pol := ff.Policy
 	if classifier != "" {
 		k, err := shaper.ParseClassifierKind(classifier)
 		if err != nil {
-			return nil, nil, ff, usagef("--classifier: %v", err)
+			return nil, nil, usagef("--classifier: %v", err)
 		}
 		pol.Classifier = k
 	}
 	pol.Previous = prev
 	t, probs := shaper.Plan(ff.Flows, pol)
-	return t, probs, ff, nil
+	return t, probs, nil
+}
+
+// loadAndPlan is loadFlows then planFlows.
+func loadAndPlan(path, classifier, direction string, prev *shaper.Tree) (*shaper.Tree, []shaper.Problem, shaper.FlowsFile, error) {
+	ff, err := loadFlows(path, direction)
+	if err != nil {
+		return nil, nil, ff, err
+	}
+	t, probs, err := planFlows(ff, classifier, prev)
+	return t, probs, ff, err
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
