@@ -12,7 +12,7 @@ import (
 // gtp5g device and an N3 veth, `gtpqos watch` started before any rule, then
 // the seed's session (three flows, a session-AMBR QER and the default path)
 // added through go-gtp5gnl's gogtp5g-tunnel, as go-upf would, and deleted
-// again; then gtp5g is unloaded and loaded again under the running daemon.
+// again; downlink pings through gtp5g must land in their flows' classes; then gtp5g is unloaded and loaded again under the running daemon.
 const watchScenario = `set -u
 cd "$VM_WORK"
 fail() { echo "FAIL: $*"; echo "== watch log"; cat watch.log; exit 1; }
@@ -45,6 +45,21 @@ waitfor 'rate 15Mbit ceil 18Mbit' 1 || fail "flow A class (15/18) did not appear
 waitfor 'rate 5Mbit ceil 6Mbit' 1 || fail "flow B class (5/6) did not appear"
 waitfor 'ceil 20Mbit' 2 || fail "session AMBR class and flow C under it (ceil 20) did not appear"
 echo "== classes after add"; classes
+# Downlink traffic through the real gtp5g datapath: from the three DN
+# addresses to the UE, encapsulated by gtp5g toward the gNB (10.100.0.2,
+# the N3 peer): each flow's class must count its packets (patched: the
+# mark gtp5g sets; stock: TEID+QFI from the GTP-U header).
+for a in 2 3 4; do ip addr add 10.200.0.$a/32 dev lo; done
+ip route add 10.60.0.0/24 dev upfgtp
+ip neigh add 10.100.0.2 lladdr "$(cat /sys/class/net/n3p/address)" dev n3w
+for a in 2 3 4; do ping -q -c 5 -i 0.05 -W 1 -I 10.200.0.$a 10.60.0.1 >/dev/null 2>&1; done
+cid() { classes | grep 'leaf' | grep "$1" | awk '{print $3}'; } # leaf: not the session class
+sent() { tc -s class show dev n3w | awk -v c="class htb $1 " 'index($0, c) == 1 { getline; print $2 }'; }
+for f in 'rate 15Mbit ceil 18Mbit' 'rate 5Mbit ceil 6Mbit' 'rate 1Mbit ceil 20Mbit'; do
+	c=$(cid "$f"); b=$(sent "$c")
+	echo "flow class $c ($f): sent $b bytes"
+	[ "${b:-0}" -gt 0 ] || fail "class $c ($f) counted no traffic: gtp5g's packets not classified"
+done
 $T delete pdr upfgtp 1:2; $T delete pdr upfgtp 1:3; $T delete pdr upfgtp 1:4; $T delete pdr upfgtp 1:5
 for q in 1 2 3 4 5; do $T delete qer upfgtp 1:$q; done
 $T delete far upfgtp 1:1
@@ -83,7 +98,8 @@ echo WATCH-SCENARIO-OK
 // TestVMWatchRealGTP5G runs `gtpqos watch` against the real gtp5g module
 // ($GTP5G_KO, patched or stock) in the Debian-kernel VM: classes appear
 // for the seed's flows with no manual step, the session AMBR becomes a
-// parent class, and deleting the session's rules removes the classes.
+// parent class, gtp5g's downlink packets are counted by their flows'
+// classes, and deleting the session's rules removes the classes.
 // Without GTP5G_KO (or outside 'make vm-test') it skips with one line.
 func TestVMWatchRealGTP5G(t *testing.T) {
 	ko := vm.RequireKO(t)
