@@ -3,6 +3,7 @@ package gtpubpf
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/vishvananda/netlink"
 
@@ -25,9 +26,10 @@ type Options struct {
 
 // Classifier classifies stock-gtp5g traffic by (TEID, QFI). One Classifier
 // holds one set of BPF objects; Downlink and Uplink return the
-// shaper.Classifier views for the N3 and the N6 Reconciler. It is not safe
-// for concurrent use.
+// shaper.Classifier views for the N3 and the N6 Reconciler. It is safe for
+// concurrent use: the two views share one lock.
 type Classifier struct {
+	mu   sync.Mutex
 	opts Options
 	objs *Objects
 	att  map[attKey]Attachment
@@ -45,11 +47,17 @@ func New(opts Options) *Classifier {
 }
 
 // Objects returns the loaded BPF objects (nil before the first Sync).
-func (c *Classifier) Objects() *Objects { return c.objs }
+func (c *Classifier) Objects() *Objects {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.objs
+}
 
 // Close detaches every filter this Classifier attached (through h) and
 // releases the BPF objects.
 func (c *Classifier) Close(h *netlink.Handle) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var first error
 	for k, a := range c.att {
 		if err := Detach(h, a); err != nil && first == nil {

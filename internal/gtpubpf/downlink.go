@@ -19,6 +19,8 @@ func (d downlink) Kind() shaper.ClassifierKind { return Kind }
 
 // Probe loads the objects: the kernel must accept the program.
 func (d downlink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	_, err := d.c.load(env.Link)
 	return err
 }
@@ -26,6 +28,8 @@ func (d downlink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
 // Sync writes (TEID, QFI) -> class id for every flow class of desired,
 // deletes stale keys, sets the default class and attaches the program.
 func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *shaper.Tree) (shaper.ClassifierResult, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	c := d.c
 	var res shaper.ClassifierResult
 	loaded, err := c.load(env.Link)
@@ -64,6 +68,8 @@ func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *s
 // Bindings reads the downlink map back: this process's, or before the first
 // Sync the map of a gtpu_egress program an earlier run left attached.
 func (d downlink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	s, err := d.c.snapshot(env, env.Link, Egress)
 	if s == nil || err != nil {
 		return nil, err
@@ -74,5 +80,7 @@ func (d downlink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]sha
 // Remove detaches gtpu_egress from the device (and the clsact qdisc if we
 // added it and nothing else uses it). The map entries go with the objects.
 func (d downlink) Remove(ctx context.Context, env shaper.ClassifierEnv) error {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	return d.c.detach(env, env.Link, Egress, "gtpu-egress")
 }

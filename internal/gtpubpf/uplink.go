@@ -21,6 +21,8 @@ func (u uplink) Kind() shaper.ClassifierKind { return Kind }
 
 // Probe loads the objects: the kernel must accept the programs.
 func (u uplink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
 	n3, err := u.c.n3Link(env)
 	if err != nil {
 		return err
@@ -32,6 +34,8 @@ func (u uplink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
 // Sync writes (TEID, QFI) -> mark and mark -> class id for every flow class
 // of desired that has a mark, deletes stale keys and attaches both programs.
 func (u uplink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *shaper.Tree) (shaper.ClassifierResult, error) {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
 	c := u.c
 	var res shaper.ClassifierResult
 	n3, err := c.n3Link(env)
@@ -95,6 +99,8 @@ func (u uplink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *sha
 // Before the first Sync it reads the maps of a mark_egress program an
 // earlier run left attached to the device.
 func (u uplink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
 	s, err := u.c.snapshot(env, env.Link, Egress)
 	if s == nil || err != nil {
 		return nil, err
@@ -104,6 +110,8 @@ func (u uplink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shape
 
 // Remove detaches gtpu_ingress from N3 and mark_egress from the device.
 func (u uplink) Remove(ctx context.Context, env shaper.ClassifierEnv) error {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
 	n3, err := u.c.n3Link(env)
 	if err != nil {
 		return err
