@@ -34,17 +34,50 @@ type GTP5GSource struct {
 	// the call that dialled, and the next call dials again.
 	OnConnect func(c *gtpnl.Client) error
 
+	// dialConn replaces Dial in tests.
+	dialConn func() (gtp5gConn, error)
+
 	mu       sync.Mutex
-	c        *gtpnl.Client
+	c        gtp5gConn
 	problems string
 }
 
+// gtp5gConn is what the source needs from a gtpnl client.
+type gtp5gConn interface {
+	QERs() ([]gtpnl.QER, error)
+	PDRs() ([]gtpnl.PDR, error)
+	FARs() ([]gtpnl.FAR, error)
+	Close() error
+	subscribe(ctx context.Context) (eventStream, error)
+}
+
+// eventStream is a QoS event subscription (*gtpnl.Subscription).
+type eventStream interface {
+	Receive() ([]gtpnl.Event, error)
+	Close() error
+}
+
+// clientConn adapts *gtpnl.Client to gtp5gConn.
+type clientConn struct{ *gtpnl.Client }
+
+func (c clientConn) subscribe(ctx context.Context) (eventStream, error) {
+	return c.Client.Subscribe(ctx)
+}
+
 // client returns the open client, dialling if needed.
-func (s *GTP5GSource) client() (*gtpnl.Client, error) {
+func (s *GTP5GSource) client() (gtp5gConn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.c != nil {
 		return s.c, nil
+	}
+	if s.dialConn != nil {
+		c, err := s.dialConn()
+		if err != nil {
+			return nil, err
+		}
+		s.c = c
+		return c, nil
 	}
 	c, err := s.Dial()
 	if err != nil {
@@ -56,12 +89,12 @@ func (s *GTP5GSource) client() (*gtpnl.Client, error) {
 			return nil, err
 		}
 	}
-	s.c = c
-	return c, nil
+	s.c = clientConn{c}
+	return s.c, nil
 }
 
 // drop closes a client that failed, so the next call dials again.
-func (s *GTP5GSource) drop(c *gtpnl.Client) {
+func (s *GTP5GSource) drop(c gtp5gConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.c == c {
@@ -82,7 +115,8 @@ func (s *GTP5GSource) Close() error {
 	return err
 }
 
-// Snapshot dumps QERs, PDRs and FARs and joins them.
+// Snapshot dumps QERs, PDRs and FARs and joins them. A failed dump closes
+// the client (gtp5g may have been unloaded): the next call dials again.
 func (s *GTP5GSource) Snapshot(ctx context.Context) ([]shaper.Flow, error) {
 	c, err := s.client()
 	if err != nil {
@@ -119,7 +153,7 @@ func (s *GTP5GSource) Events(ctx context.Context) (<-chan Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub, err := c.Subscribe(ctx)
+	sub, err := c.subscribe(ctx)
 	if err != nil {
 		if errors.Is(err, gtpnl.ErrNotSupported) {
 			return nil, fmt.Errorf("%w: %v", ErrEventsNotSupported, err)
@@ -143,7 +177,7 @@ func (s *GTP5GSource) Events(ctx context.Context) (<-chan Event, error) {
 				if errors.Is(err, gtpnl.ErrResync) {
 					continue
 				}
-				return // socket broken: the engine subscribes again
+				return // socket broken or message undecodable: subscribe again
 			}
 			for _, ev := range evs {
 				send(ctx, ch, Event{Kind: EventChange, SEID: eventSEID(ev)})

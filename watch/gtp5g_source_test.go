@@ -1,0 +1,186 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// fakeStream replays scripted receive results, then blocks until closed.
+type fakeStream struct {
+	mu     sync.Mutex
+	script []streamStep
+	done   chan struct{}
+	closed bool
+}
+
+type streamStep struct {
+	evs []gtpnl.Event
+	err error
+}
+
+func (f *fakeStream) Receive() ([]gtpnl.Event, error) {
+	f.mu.Lock()
+	if len(f.script) > 0 {
+		st := f.script[0]
+		f.script = f.script[1:]
+		f.mu.Unlock()
+		return st.evs, st.err
+	}
+	f.mu.Unlock()
+	<-f.done
+	return nil, errors.New("use of closed socket")
+}
+
+func (f *fakeStream) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.closed {
+		f.closed = true
+		close(f.done)
+	}
+	return nil
+}
+
+// fakeConn is a gtpnl client with canned dumps.
+type fakeConn struct {
+	qers    []gtpnl.QER
+	dumpErr error
+	subErr  error
+	stream  *fakeStream
+	mu      sync.Mutex
+	closed  bool
+}
+
+func (c *fakeConn) QERs() ([]gtpnl.QER, error) { return c.qers, c.dumpErr }
+func (c *fakeConn) PDRs() ([]gtpnl.PDR, error) { return nil, nil }
+func (c *fakeConn) FARs() ([]gtpnl.FAR, error) { return nil, nil }
+func (c *fakeConn) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return nil
+}
+func (c *fakeConn) subscribe(ctx context.Context) (eventStream, error) {
+	if c.subErr != nil {
+		return nil, c.subErr
+	}
+	return c.stream, nil
+}
+
+// qerView turns each QER into one downlink flow.
+func qerView(qers []gtpnl.QER, _ []gtpnl.PDR, _ []gtpnl.FAR) ([]shaper.Flow, []string) {
+	var out []shaper.Flow
+	var problems []string
+	for _, q := range qers {
+		if q.QFI == 0 {
+			problems = append(problems, fmt.Sprintf("seid=%d qer=%d: no QFI", q.SEID, q.ID))
+			continue
+		}
+		out = append(out, flow(q.SEID, q.ID, q.QFI, 0, 1e6))
+	}
+	return out, problems
+}
+
+func TestGTP5GSourceEventsMapToSessionsAndLossToResync(t *testing.T) {
+	stream := &fakeStream{done: make(chan struct{}), script: []streamStep{
+		{evs: []gtpnl.Event{{Op: gtpnl.EventAdd, QER: &gtpnl.QER{SEID: 5, ID: 1}}, {Op: gtpnl.EventUpdate, PDR: &gtpnl.PDR{SEID: 6, ID: 2}}}},
+		{evs: []gtpnl.Event{{Op: gtpnl.EventDelete, FAR: &gtpnl.FAR{SEID: 7, ID: 1}}}},
+		{err: &gtpnl.OpError{Op: "receive QoS events", Err: gtpnl.ErrResync}}, // ENOBUFS: keep going
+		{evs: []gtpnl.Event{{Op: gtpnl.EventAdd, QER: &gtpnl.QER{SEID: 8, ID: 1}}}},
+		{err: errors.New("gtp5g receive QoS events: attribute 11: short")}, // undecodable: end
+	}}
+	src := &GTP5GSource{WithEvents: true, View: qerView,
+		dialConn: func() (gtp5gConn, error) { return &fakeConn{stream: stream}, nil }}
+	ch, err := src.Events(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ev := range ch {
+		s := fmt.Sprintf("%s %d", ev.Kind, ev.SEID)
+		if ev.Kind == EventResync {
+			s = fmt.Sprintf("resync resync-err=%v", errors.Is(ev.Err, gtpnl.ErrResync))
+		}
+		got = append(got, s)
+	}
+	want := []string{"change 5", "change 6", "change 7", "resync resync-err=true", "change 8", "resync resync-err=false"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q (channel closed after the undecodable message)", got, want)
+	}
+	if !stream.closed {
+		t.Fatal("subscription not closed when the event stream ended")
+	}
+}
+
+func TestGTP5GSourceCancelEndsSubscription(t *testing.T) {
+	stream := &fakeStream{done: make(chan struct{})}
+	src := &GTP5GSource{WithEvents: true, View: qerView,
+		dialConn: func() (gtp5gConn, error) { return &fakeConn{stream: stream}, nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := src.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("event after cancel")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("channel not closed after cancel: a pending receive was not unblocked")
+	}
+}
+
+func TestGTP5GSourceWithoutEventsPolls(t *testing.T) {
+	src := &GTP5GSource{View: qerView, dialConn: func() (gtp5gConn, error) { return &fakeConn{}, nil }}
+	if _, err := src.Events(context.Background()); !errors.Is(err, ErrEventsNotSupported) {
+		t.Fatalf("stock source: err %v, want ErrEventsNotSupported", err)
+	}
+	// Patched features claimed, but the module has no event group.
+	src = &GTP5GSource{WithEvents: true, View: qerView,
+		dialConn: func() (gtp5gConn, error) { return &fakeConn{subErr: gtpnl.ErrNotSupported}, nil }}
+	if _, err := src.Events(context.Background()); !errors.Is(err, ErrEventsNotSupported) {
+		t.Fatalf("no event group: err %v, want ErrEventsNotSupported", err)
+	}
+}
+
+func TestGTP5GSourceRedialsAfterFailedDump(t *testing.T) {
+	gone := &fakeConn{dumpErr: &gtpnl.OpError{Op: "dump QERs", Err: os.ErrNotExist}}
+	back := &fakeConn{qers: []gtpnl.QER{{SEID: 3, ID: 1, QFI: 5}, {SEID: 3, ID: 2}}}
+	conns := []*fakeConn{gone, back}
+	dials := 0
+	var reported [][]string
+	src := &GTP5GSource{View: qerView,
+		OnViewProblems: func(p []string) { reported = append(reported, p) },
+		dialConn: func() (gtp5gConn, error) {
+			c := conns[dials]
+			dials++
+			return c, nil
+		}}
+	if _, err := src.Snapshot(context.Background()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dump with gtp5g gone: err %v", err)
+	}
+	if !gone.closed {
+		t.Fatal("failed client not closed")
+	}
+	flows, err := src.Snapshot(context.Background())
+	if err != nil || dials != 2 || len(flows) != 1 || flows[0].ID != (shaper.FlowID{SEID: 3, QERID: 1}) {
+		t.Fatalf("after redial: flows %v err %v dials %d", flows, err, dials)
+	}
+	if _, err := src.Snapshot(context.Background()); err != nil || dials != 2 {
+		t.Fatalf("healthy client not reused: err %v dials %d", err, dials)
+	}
+	if len(reported) != 1 || len(reported[0]) != 1 {
+		t.Fatalf("view problems reported %q, want the one problem once (not per dump)", reported)
+	}
+}
