@@ -49,7 +49,7 @@ func TestGtp5gDatapath(t *testing.T) {
 func requireGtp5gGuest(t *testing.T) {
 	t.Helper()
 	if os.Getenv("GTPQOS_IN_VM") != "1" || os.Getenv(gtp5gGuestEnv) != "1" {
-		t.Skip("runs inside the VM only (started by TestGtp5gDatapath with GTP5G_KO)")
+		t.Skip("runs inside the VM only (started by TestGtp5gDatapath or TestGtp5gAB with GTP5G_KO)")
 	}
 }
 
