@@ -15,14 +15,17 @@ func TestVMShaperIntegration(t *testing.T) {
 	RunGoTests(t, "./shaper/", "TestIntegration", nil, 5*time.Minute, "-test.skip", "TestIntegrationScale")
 }
 
-// labRateScale is the lab's rate scale in the VM: TCG pushes only
-// ~75 Mbit/s through veth in total, so the seed's rates are halved unless
-// GTPQOS_LAB_RATE_SCALE is set on the host.
+// labRateScale is the lab's rate scale in the VM, unless
+// GTPQOS_LAB_RATE_SCALE is set on the host. The lab's UPF and gNB are
+// user-space processes; under TCG, with the host shared, the guest CPU
+// cannot carry the seed's 90 Mbit/s offered load (at 0.5 the aware arm
+// reached only 76% of the ceiling with the host loaded), while 0.2 (a
+// 6 Mbit/s bottleneck, 18 Mbit/s offered) meets every check with margin.
 func labRateScale() string {
 	if s := os.Getenv("GTPQOS_LAB_RATE_SCALE"); s != "" {
 		return s
 	}
-	return "0.5"
+	return "0.2"
 }
 
 // TestVMLabStaticVsAware runs the lab's static-vs-aware check of the seed
