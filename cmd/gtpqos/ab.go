@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"gopkg.in/yaml.v3"
 
 	"github.com/free5gc/gtpqos/internal/ab"
 	"github.com/free5gc/gtpqos/internal/gtpubpf"
@@ -124,7 +122,7 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 	if f.lab {
 		cfg := lab.Config{NoMarks: f.noMarks}
 		if f.labPDRs != "" {
-			if cfg.PDRs, err = loadPDRs(f.labPDRs); err != nil {
+			if cfg.PDRs, err = lab.LoadPDRs(f.labPDRs); err != nil {
 				return err
 			}
 		}
@@ -324,47 +322,6 @@ func parseSeconds(s string) (time.Duration, error) {
 		return time.Duration(n) * time.Second, nil
 	}
 	return time.ParseDuration(s)
-}
-
-// loadPDRs reads a YAML list of lab PDRs.
-func loadPDRs(path string) ([]lab.PDR, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("lab pdrs: %w", err)
-	}
-	var doc struct {
-		PDRs []struct {
-			Name    string  `yaml:"name"`
-			SEID    uint64  `yaml:"seid"`
-			QER     uint32  `yaml:"qer"`
-			UE      string  `yaml:"ue"`
-			DN      string  `yaml:"dn"`
-			UEPort  uint16  `yaml:"ue_port"`
-			TEID    uint32  `yaml:"teid"`
-			QFI     uint8   `yaml:"qfi"`
-			Mark    uint32  `yaml:"mark"`
-			Offered float64 `yaml:"offered"`
-		} `yaml:"pdrs"`
-	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("lab pdrs %s: %w", path, err)
-	}
-	var out []lab.PDR
-	for i, p := range doc.PDRs {
-		pdr := lab.PDR{Name: p.Name, SEID: p.SEID, QERID: p.QER, UEPort: p.UEPort, TEID: p.TEID, QFI: p.QFI, Mark: p.Mark, Offered: p.Offered}
-		var err error
-		if pdr.UE, err = netip.ParseAddr(p.UE); err != nil {
-			return nil, fmt.Errorf("lab pdrs %s: pdr %d (%s): ue: %w", path, i, p.Name, err)
-		}
-		if pdr.DN, err = netip.ParseAddrPort(p.DN); err != nil {
-			return nil, fmt.Errorf("lab pdrs %s: pdr %d (%s): dn: %w", path, i, p.Name, err)
-		}
-		out = append(out, pdr)
-	}
-	if err := lab.ValidatePDRs(out); err != nil {
-		return nil, fmt.Errorf("lab pdrs %s: %w", path, err)
-	}
-	return out, nil
 }
 
 // fillTEIDs gives flows without a TEID their lab PDR's TEID (for the

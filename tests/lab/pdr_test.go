@@ -2,6 +2,7 @@ package lab
 
 import (
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 )
@@ -67,5 +68,30 @@ func TestValidatePDRs(t *testing.T) {
 	}
 	if err := ValidatePDRs(SeedPDRs()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLoadPDRs(t *testing.T) {
+	pdrs, err := LoadPDRs("testdata/two-ue-pdrs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TwoUEPDRs()
+	if len(pdrs) != 2 || pdrs[0] != want[0] || pdrs[1] != want[1] {
+		t.Fatalf("loaded %+v, want %+v", pdrs, want)
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"unknown key": "pdrs:\n  - {name: X, colour: red}\n",
+		"bad ue":      "pdrs:\n  - {name: X, ue: nope, dn: \"192.168.100.2:1\", ue_port: 1}\n",
+		"invalid":     "pdrs:\n  - {name: X, ue: 10.60.0.1, dn: \"10.0.0.1:1\", ue_port: 1}\n",
+	} {
+		p := dir + "/" + strings.ReplaceAll(name, " ", "_") + ".yaml"
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadPDRs(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: err = %v, want an error naming %s", name, err, p)
+		}
 	}
 }

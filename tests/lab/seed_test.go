@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/internal/ab"
+	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/tests/lab"
@@ -124,6 +125,59 @@ func TestLabTCPVariant(t *testing.T) {
 			if f.Goodput.Mean < 0.5*l.Scale() {
 				t.Errorf("arm %s flow %s: goodput %.3f Mbit/s", as.Arm.Name, f.Name, f.Goodput.Mean)
 			}
+		}
+	}
+}
+
+// TestLabTwoUEsSameQFI checks that two sessions whose flows both use QFI 2
+// under different contracts are only configuration: a PDR table and a
+// flows file. With marks (patched gtp5g) the mark classifier separates
+// them; without (stock gtp5g) the (TEID, QFI) BPF classifier does.
+func TestLabTwoUEsSameQFI(t *testing.T) {
+	testenv.RequireRoot(t)
+	pdrs, err := lab.LoadPDRs("testdata/two-ue-pdrs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff, err := shaper.LoadFlowsFile("testdata/two-ue-aware.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := ab.Arm{Name: "aware", Source: ff.Path, Flows: ff.Flows, Policy: ff.Policy}
+	for _, noMarks := range []bool{false, true} {
+		l, err := lab.New(lab.Config{PDRs: pdrs, NoMarks: noMarks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var opts []shaper.Option
+		if noMarks {
+			cls := gtpubpf.New(gtpubpf.Options{N3: lab.N3Dev})
+			defer cls.Close(l.UPFNetlink())
+			opts = append(opts, shaper.WithClassifier(cls.Downlink()))
+		}
+		target := ab.NewLabTarget(l, false, lab.DefaultPayload, lab.TrafficBuiltin, opts...)
+		res, err := ab.Run(ctx, target, ab.Options{Arms: []ab.Arm{arm}, Runs: 1, Duration: 8 * time.Second,
+			WindowStart: 2 * time.Second, WindowEnd: 7 * time.Second, Tolerance: 0.05, Payload: lab.DefaultPayload})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := l.Scale()
+		ue1, ue2 := res.Arms[0].Flows[0], res.Arms[0].Flows[1]
+		if g := ue1.Goodput.Mean; g < 0.95*20*s || g > 25*s {
+			t.Errorf("noMarks=%v: UE1 (GBR 20, MBR 25) got %.3f Mbit/s", noMarks, g)
+		}
+		if g := ue2.Goodput.Mean; g < 0.95*2*s || g > 4*s*1200/1286*1.01 {
+			t.Errorf("noMarks=%v: UE2 (GBR 2, MBR 4) got %.3f Mbit/s, want at most the 4 Mbit/s cap's payload", noMarks, g)
+		}
+		if u := res.RunList[0].Unclassified; u > 10 {
+			t.Errorf("noMarks=%v: %d packets unclassified", noMarks, u)
+		}
+		if err := target.Close(ctx); err != nil {
+			t.Errorf("reset: %v", err)
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("close lab: %v", err)
 		}
 	}
 }
