@@ -2,7 +2,7 @@
 # Installs, from Debian's packages, what gtpqos's tests, demo and VM harness
 # need. Installs only what is missing; safe to run again. Needs root.
 set -euo pipefail
-pkgs=(iproute2 iputils-ping qemu-system-x86 busybox-static iperf3 cpio kmod)
+pkgs=(iproute2 iputils-ping qemu-system-x86 busybox-static iperf3 cpio kmod xz-utils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
