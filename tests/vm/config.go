@@ -41,6 +41,10 @@ type Config struct {
 	Timeout time.Duration
 	// CPUs and MemoryMiB size the guest (default 2 and 2048).
 	CPUs, MemoryMiB int
+	// AllowKernelErrors keeps Run from failing the test when the guest's
+	// kernel log has an oops, BUG, WARNING or panic (see
+	// Result.KernelErrors).
+	AllowKernelErrors bool
 	// Stream, if set, receives the scenario's console output line by line
 	// as it arrives (Run with a testing.TB streams to t.Log when nil).
 	Stream io.Writer
@@ -60,6 +64,12 @@ type Result struct {
 	// Boot is the time from starting qemu to the scenario starting;
 	// Scenario is the scenario's own run time.
 	Boot, Scenario time.Duration
+	// Dmesg is the guest's kernel log after the scenario (all levels;
+	// the console shows only errors).
+	Dmesg string
+	// KernelErrors are the lines of Dmesg that report a kernel bug: oops,
+	// BUG, WARNING, general protection fault, panic, KASAN/UBSAN.
+	KernelErrors []string
 	// WorkDir is the host directory shared read-write as GuestWorkDir; the
 	// scenario may leave files there. Run removes it when the test ends.
 	WorkDir string

@@ -181,6 +181,7 @@ chroot /host /bin/sh ` + GuestWorkDir + `/.vm/run.sh </dev/null
 rc=$?
 echo "` + markEnd + `$rc==="
 echo $rc > /host` + GuestWorkDir + `/.vm/rc
+dmesg > /host` + GuestWorkDir + `/.vm/dmesg
 sync
 umount /host` + GuestWorkDir + `
 reboot -f

@@ -80,3 +80,25 @@ func TestBootImagePVH(t *testing.T) {
 		t.Errorf("bzImage %s reported as a PVH ELF", k.Vmlinuz)
 	}
 }
+
+// TestKernelErrors picks oops/BUG/WARNING lines out of a kernel log and
+// leaves ordinary lines alone.
+func TestKernelErrors(t *testing.T) {
+	log := `[    1.0] Linux version 6.1.0-57-amd64
+[    2.0] WARNING: CPU: 1 PID: 42 at net/gtp5g/foo.c:12 bar+0x1/0x2 [gtp5g]
+[    2.1] BUG: kernel NULL pointer dereference, address: 0000000000000008
+[    2.1] BUG: kernel NULL pointer dereference, address: 0000000000000008
+[    2.2] Oops: 0000 [#1] PREEMPT SMP NOPTI
+[    3.0] tsc: Marking TSC unstable due to clocksource watchdog
+[    4.0] Kernel panic - not syncing: Fatal exception`
+	got := kernelErrors(log)
+	want := []string{
+		"[    2.0] WARNING: CPU: 1 PID: 42 at net/gtp5g/foo.c:12 bar+0x1/0x2 [gtp5g]",
+		"[    2.1] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+		"[    2.2] Oops: 0000 [#1] PREEMPT SMP NOPTI",
+		"[    4.0] Kernel panic - not syncing: Fatal exception",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("kernelErrors (-want +got):\n%s", d)
+	}
+}

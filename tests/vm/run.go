@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -212,6 +213,11 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir string, cfg Config)
 			}
 		}
 	}
+	if b, err := os.ReadFile(filepath.Join(workDir, ".vm", "dmesg")); err == nil {
+		res.Dmesg = string(b)
+	}
+	// A panic reaches the console only; the oops/BUG lines before it too.
+	res.KernelErrors = kernelErrors(res.Dmesg + "\n" + res.Console)
 	switch {
 	case failMsg != "":
 		return res, fmt.Errorf("vm guest setup failed (kernel %s): %s\n%s", k.Release, failMsg, tail(res.Console, 30))
@@ -265,4 +271,19 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("vm: copy %s to guest: %w", src, err)
 	}
 	return nil
+}
+
+var kernelErrorRE = regexp.MustCompile(`\b(BUG:|Oops|WARNING: CPU|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:)`)
+
+// kernelErrors returns the distinct kernel log lines that report a bug.
+func kernelErrors(log string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(log, "\n") {
+		if kernelErrorRE.MatchString(l) && !seen[l] {
+			seen[l] = true
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return out
 }

@@ -40,7 +40,9 @@ func Require(tb testing.TB) {
 // Run boots the guest and runs cfg.Script, after Require. It fails the
 // test (and kills qemu) if the guest cannot boot, cannot be set up or does
 // not finish within cfg.Timeout; a non-zero scenario exit is returned in
-// Result.ExitCode for the caller to judge. Scenario output is streamed to
+// Result.ExitCode for the caller to judge. An oops, BUG or WARNING in the
+// guest kernel's log fails the test unless cfg.AllowKernelErrors. Scenario
+// output is streamed to
 // t.Log unless cfg.Stream is set. The work directory is removed when the
 // test ends.
 func Run(tb testing.TB, cfg Config) *Result {
@@ -57,6 +59,9 @@ func Run(tb testing.TB, cfg Config) *Result {
 	}
 	tb.Logf("vm: kernel %s, boot %s, scenario %s, exit %d",
 		res.Kernel, res.Boot.Round(100*time.Millisecond), res.Scenario.Round(100*time.Millisecond), res.ExitCode)
+	if len(res.KernelErrors) > 0 && !cfg.AllowKernelErrors {
+		tb.Errorf("guest kernel reported errors:\n%s\n(full log in Result.Dmesg)", strings.Join(res.KernelErrors, "\n"))
+	}
 	return res
 }
 

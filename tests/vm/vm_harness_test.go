@@ -52,6 +52,9 @@ func TestVMHarness(t *testing.T) {
 	if err != nil || string(b) != "result from guest\n" {
 		t.Errorf("work dir out.txt = %q, %v; want the guest's line", b, err)
 	}
+	if !strings.Contains(res.Dmesg, "Linux version "+res.Kernel) {
+		t.Errorf("Result.Dmesg lacks the guest's boot banner (%d bytes)", len(res.Dmesg))
+	}
 	if _, err := os.Stat("/etc/gtpqos-vm-probe"); err == nil {
 		t.Errorf("guest wrote to the host's /etc")
 	}
