@@ -11,13 +11,19 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
+
+// interrupted is set once a run was stopped by SIGINT/SIGTERM (or a
+// cancelled context), so that later tests do not boot another VM.
+var interrupted atomic.Bool
 
 // guestPath is the script's PATH in the guest.
 const guestPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
@@ -139,6 +145,10 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir string, cfg Config)
 		"-virtfs", "local,path=" + workDir + ",mount_tag=work,security_model=none,multidevs=remap",
 	}
 	cmd := exec.Command("qemu-system-x86_64", args...)
+	// Pdeathsig fires when the thread that forked qemu exits: keep this
+	// goroutine on its thread until qemu is reaped.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -225,6 +235,7 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir string, cfg Config)
 		what := "timed out after " + cfg.Timeout.String()
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			what = "interrupted"
+			interrupted.Store(true)
 		}
 		stage := "booting"
 		if began {

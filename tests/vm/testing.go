@@ -24,6 +24,9 @@ func Require(tb testing.TB) {
 	if os.Getenv(EnvGate) != "1" {
 		tb.Skipf("VM test: runs under 'make vm-test' (or set %s=1)", EnvGate)
 	}
+	if interrupted.Load() {
+		tb.Skip("VM test: an earlier VM run was interrupted (SIGINT/SIGTERM); not booting another")
+	}
 	if os.Geteuid() != 0 {
 		tb.Skip("VM test needs root (9p export of /, module handling); run 'make vm-test' as root")
 	}
