@@ -11,6 +11,7 @@ import (
 // fw classifier and fq_codel leaves. The 10k-class scale tests are left to
 // the host: under TCG they take minutes.
 func TestVMShaperIntegration(t *testing.T) {
+	Require(t)
 	t.Log("skipping TestIntegrationScale* in the VM (10k classes under TCG take minutes; they run on the host)")
 	RunGoTests(t, "./shaper/", "TestIntegration", nil, 5*time.Minute, "-test.skip", "TestIntegrationScale")
 }
@@ -32,6 +33,7 @@ func labRateScale() string {
 // experiment on the Debian kernel, with rates scaled by labRateScale.
 // GTPQOS_VM_LAB_RUN overrides the lab tests run (a -test.run regexp).
 func TestVMLabStaticVsAware(t *testing.T) {
+	Require(t)
 	run := "TestLabSeedStaticVsAware"
 	if r := os.Getenv("GTPQOS_VM_LAB_RUN"); r != "" {
 		run = r
