@@ -82,21 +82,22 @@ func TestBootImagePVH(t *testing.T) {
 }
 
 // TestKernelErrors picks oops/BUG/WARNING lines out of a kernel log and
-// leaves ordinary lines alone.
+// leaves ordinary lines and non-kernel (scenario) lines alone.
 func TestKernelErrors(t *testing.T) {
-	log := `[    1.0] Linux version 6.1.0-57-amd64
-[    2.0] WARNING: CPU: 1 PID: 42 at net/gtp5g/foo.c:12 bar+0x1/0x2 [gtp5g]
-[    2.1] BUG: kernel NULL pointer dereference, address: 0000000000000008
-[    2.1] BUG: kernel NULL pointer dereference, address: 0000000000000008
-[    2.2] Oops: 0000 [#1] PREEMPT SMP NOPTI
-[    3.0] tsc: Marking TSC unstable due to clocksource watchdog
-[    4.0] Kernel panic - not syncing: Fatal exception`
+	log := `[    1.000000] Linux version 6.1.0-57-amd64
+[    2.000000] WARNING: CPU: 1 PID: 42 at net/gtp5g/foo.c:12 bar+0x1/0x2 [gtp5g]
+[    2.100000] BUG: kernel NULL pointer dereference, address: 0000000000000008
+[    2.100000] BUG: kernel NULL pointer dereference, address: 0000000000000008
+[    2.200000] Oops: 0000 [#1] PREEMPT SMP NOPTI
+[    3.000000] tsc: Marking TSC unstable due to clocksource watchdog
+[    4.000000] Kernel panic - not syncing: Fatal exception
+    seed_test.go:12: BUG: not a kernel line (scenario output)`
 	got := kernelErrors(log)
 	want := []string{
-		"[    2.0] WARNING: CPU: 1 PID: 42 at net/gtp5g/foo.c:12 bar+0x1/0x2 [gtp5g]",
-		"[    2.1] BUG: kernel NULL pointer dereference, address: 0000000000000008",
-		"[    2.2] Oops: 0000 [#1] PREEMPT SMP NOPTI",
-		"[    4.0] Kernel panic - not syncing: Fatal exception",
+		"[    2.000000] WARNING: CPU: 1 PID: 42 at net/gtp5g/foo.c:12 bar+0x1/0x2 [gtp5g]",
+		"[    2.100000] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+		"[    2.200000] Oops: 0000 [#1] PREEMPT SMP NOPTI",
+		"[    4.000000] Kernel panic - not syncing: Fatal exception",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("kernelErrors (-want +got):\n%s", d)

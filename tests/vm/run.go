@@ -284,14 +284,19 @@ func copyFile(src, dst string) error {
 	return nil
 }
 
-var kernelErrorRE = regexp.MustCompile(`\b(BUG:|Oops|WARNING: CPU|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:)`)
+var (
+	kernelErrorRE = regexp.MustCompile(`\b(BUG:|Oops|WARNING: CPU|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:)`)
+	// printkRE matches a kernel log line's timestamp, so that scenario
+	// output on the console is not mistaken for kernel messages.
+	printkRE = regexp.MustCompile(`^\[\s*[0-9]+\.[0-9]+\] `)
+)
 
 // kernelErrors returns the distinct kernel log lines that report a bug.
 func kernelErrors(log string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, l := range strings.Split(log, "\n") {
-		if kernelErrorRE.MatchString(l) && !seen[l] {
+		if printkRE.MatchString(l) && kernelErrorRE.MatchString(l) && !seen[l] {
 			seen[l] = true
 			out = append(out, strings.TrimSpace(l))
 		}
