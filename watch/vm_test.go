@@ -28,6 +28,12 @@ ip link set upfgtp up || fail "no gtp5g device"
 W=$!
 sleep 1
 kill -0 $W || fail "watch exited at start"
+# A second instance on the same device refuses to start, in one line.
+./gtpqos watch --n3 n3w --link-rate 30mbit --metrics-addr off >second.out 2>&1
+rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <second.out)" -eq 1 ] && grep -q 'already managed by another gtpqos watch' second.out ||
+	{ cat second.out; fail "second instance: exit $rc, want 1 with one line saying the device is taken"; }
+echo "second instance refused: $(cat second.out)"
 T=./gogtp5g-tunnel
 $T add far upfgtp 1:1 --action 2 --hdr-creation 256 100 10.100.0.2 2152 || fail "add far"
 $T add qer upfgtp 1:1 --gate-status 0 --qfi 9 --mbr-ul 20000 --mbr-dl 20000 || fail "add ambr qer"
@@ -108,7 +114,7 @@ func TestVMWatchRealGTP5G(t *testing.T) {
 		"gogtp5g-link":   vm.BuildBinary(t, "github.com/free5gc/go-gtp5gnl/cmd/gogtp5g-link"),
 		"gogtp5g-tunnel": vm.BuildBinary(t, "github.com/free5gc/go-gtp5gnl/cmd/gogtp5g-tunnel"),
 	}
-	res := vm.Run(t, vm.Config{Script: watchScenario, Files: files, KO: ko, Timeout: 5 * time.Minute})
+	res := vm.Run(t, vm.Config{Script: watchScenario, Files: files, KO: ko, Timeout: 8 * time.Minute})
 	out := res.Output
 	if res.ExitCode != 0 || !strings.Contains(out, "WATCH-SCENARIO-OK") {
 		t.Fatalf("scenario failed (exit %d); see the guest output above", res.ExitCode)
