@@ -94,9 +94,11 @@ type Subscription struct {
 }
 
 // Receive blocks until gtp5g sends one or more events and returns them in
-// order. If the socket overflowed (events were lost), the error matches
-// ErrResync: dump the rules again, then keep receiving. After Close it
-// returns an error matching net.ErrClosed.
+// order. If events were lost — the socket overflowed (ENOBUFS), or the
+// sequence numbers skip (gtp5g dropped one) — the error matches ErrResync:
+// dump the rules again, then keep receiving. On a skip the events received
+// after the gap are returned with that error. After Close it returns an
+// error matching net.ErrClosed.
 func (s *Subscription) Receive() ([]Event, error) { return s.s.receive() }
 
 // Close leaves the group and closes the subscription's socket, unblocking

@@ -361,14 +361,15 @@ func (s *subscription) receive() ([]Event, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var gapErr error
 	for _, ev := range evs {
-		gap := s.haveSeq && ev.Seq != s.lastSeq+1
-		s.haveSeq, s.lastSeq = true, ev.Seq
-		if gap {
-			return nil, fmt.Errorf("gtp5g receive QoS events: sequence gap before seq %d: %w", ev.Seq, ErrResync)
+		if s.haveSeq && ev.Seq != s.lastSeq+1 && gapErr == nil {
+			gapErr = fmt.Errorf("gtp5g receive QoS events: sequence gap before seq %d (%d events lost): %w",
+				ev.Seq, ev.Seq-s.lastSeq-1, ErrResync)
 		}
+		s.haveSeq, s.lastSeq = true, ev.Seq
 	}
-	return evs, nil
+	return evs, gapErr
 }
 
 // close leaves the group by closing the socket; idempotent.

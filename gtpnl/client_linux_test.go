@@ -425,8 +425,12 @@ func TestSubscribeSequenceGap(t *testing.T) {
 			t.Fatalf("Receive %d: %v", k, err)
 		}
 	}
-	if _, err := s.Receive(); !errors.Is(err, ErrResync) {
+	evs, err := s.Receive()
+	if !errors.Is(err, ErrResync) {
 		t.Fatalf("Receive after a sequence gap: %v; want ErrResync", err)
+	}
+	if len(evs) != 1 || evs[0].Seq != 2 {
+		t.Fatalf("events returned with the gap: %v; want the one with seq 2", evs)
 	}
 }
 

@@ -313,7 +313,7 @@ func checkFlowMarks(t *testing.T, c *gtpnl.Client) {
 // checkEvents updates and deletes rules and expects one event each.
 func checkEvents(t *testing.T, c *gtpnl.Client, rules *gtp5gnl.Client, link *gtp5gnl.Link) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sub, err := c.Subscribe(ctx)
 	if err != nil {
@@ -343,6 +343,73 @@ func checkEvents(t *testing.T, c *gtpnl.Client, rules *gtp5gnl.Client, link *gtp
 	// The client still answers dumps while subscribed.
 	if qers, err := c.QERs(); err != nil || len(qers) == 0 {
 		t.Errorf("QERs while subscribed: %d, %v", len(qers), err)
+	}
+
+	// Overrun: a tiny buffer and a burst of updates nobody reads must end
+	// in ErrResync, and the subscription must keep working afterwards.
+	if err := gtpnl.SetSubscriptionReadBuffer(sub, 4096); err != nil {
+		t.Fatalf("shrink the subscription's buffer: %v", err)
+	}
+	for s := uint64(1); s <= 100; s++ {
+		if err := gtp5gnl.UpdateQEROID(rules, link, gtp5gnl.OID{s, 5}, rateAttrs(gtp5gnl.QER_MBR, 0, 31000)); err != nil {
+			t.Fatalf("update QER 5 of session %d: %v", s, err)
+		}
+	}
+	type batch struct {
+		evs []gtpnl.Event
+		err error
+	}
+	pump := make(chan batch, 1024)
+	go func() {
+		for {
+			evs, err := sub.Receive()
+			pump <- batch{evs, err}
+			if err != nil && !errors.Is(err, gtpnl.ErrResync) {
+				return
+			}
+		}
+	}()
+	// The kernel flags the overrun once and then drops every event until
+	// the queue is drained: read until it is quiet.
+	resync := false
+	for quiet := false; !quiet; {
+		select {
+		case b := <-pump:
+			switch {
+			case errors.Is(b.err, gtpnl.ErrResync):
+				if !resync {
+					t.Logf("overrun reported as: %v", b.err)
+				}
+				resync = true
+			case b.err != nil:
+				t.Fatalf("Receive during the burst: %v", b.err)
+			}
+		case <-time.After(time.Second):
+			quiet = true
+		}
+	}
+	if !resync {
+		t.Fatal("100 unread events into a 4 KiB buffer never gave ErrResync")
+	}
+	if err := gtpnl.SetSubscriptionReadBuffer(sub, 1<<20); err != nil {
+		t.Fatalf("grow the subscription's buffer: %v", err)
+	}
+	if err := gtp5gnl.UpdateQEROID(rules, link, gtp5gnl.OID{1, 5}, rateAttrs(gtp5gnl.QER_MBR, 0, 32000)); err != nil {
+		t.Fatalf("update after the overrun: %v", err)
+	}
+	for {
+		select {
+		case b := <-pump:
+			if b.err != nil && !errors.Is(b.err, gtpnl.ErrResync) {
+				t.Fatalf("Receive after the overrun: %v", b.err)
+			}
+			if n := len(b.evs); n > 0 && b.evs[n-1].QER != nil && b.evs[n-1].QER.MBR.Downlink == 32e6 {
+				t.Logf("after draining, the next change arrives: %s (%v)", b.evs[n-1], b.err)
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no event for the change made after the overrun")
+		}
 	}
 }
 
