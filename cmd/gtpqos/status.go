@@ -44,6 +44,10 @@ type statusFlowKey struct {
 // classes). While nil the columns show "-".
 var statusClasses func(ctx context.Context, flows []shaper.Flow) (map[statusFlowKey]statusClassInfo, error)
 
+// statusProblemsPerKind bounds the problems status prints per kind (the
+// JSON lists them all).
+const statusProblemsPerKind = 5
+
 // statusSource is what status reads; gtp5gStatusSource is the real one.
 type statusSource interface {
 	loaded() (bool, error)
@@ -62,6 +66,8 @@ type statusReport struct {
 	Policer  string       `json:"policer"`
 	Flows    []statusFlow `json:"flows"`
 	Problems []string     `json:"problems"`
+	// summary is Problems for people (repeats of one kind collapsed).
+	summary []string
 }
 
 type statusFlow struct {
@@ -154,9 +160,11 @@ func collectStatus(ctx context.Context, src statusSource) (statusReport, error) 
 		}
 		rep.Flows = append(rep.Flows, sf)
 	}
+	rep.summary = append(rep.summary, rep.Problems...) // class-stats trouble, if any
 	for _, p := range problems {
 		rep.Problems = append(rep.Problems, p.String())
 	}
+	rep.summary = append(rep.summary, qosview.Summarize(problems, statusProblemsPerKind)...)
 	if rep.Problems == nil {
 		rep.Problems = []string{}
 	}
@@ -203,7 +211,7 @@ func renderStatus(w io.Writer, rep statusReport) {
 	if len(rep.Flows) == 0 {
 		fmt.Fprintln(w, "(no rate-bearing QoS flows)")
 	}
-	for _, p := range rep.Problems {
+	for _, p := range rep.summary {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
 }

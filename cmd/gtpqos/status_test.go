@@ -12,6 +12,7 @@ import (
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // On a machine without gtp5g (this one) status and policer status print
@@ -82,7 +83,7 @@ func TestStatusReport(t *testing.T) {
 		Flows:    []statusFlow{{SEID: 7, QER: 3, QFI: 2, Direction: "downlink", GBR: 15e6, MBR: 18e6, Mark: 0x21, TEID: 100}},
 		Problems: []string{},
 	}
-	if diff := cmp.Diff(want, rep); diff != "" {
+	if diff := cmp.Diff(want, rep, cmpopts.IgnoreUnexported(statusReport{})); diff != "" {
 		t.Fatalf("report differs (-want +got):\n%s", diff)
 	}
 	var buf bytes.Buffer
@@ -98,8 +99,8 @@ func TestStatusReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back statusReport
-	if err := json.Unmarshal(b, &back); err != nil || !cmp.Equal(rep, back) {
-		t.Errorf("JSON round trip: %v, %s", err, cmp.Diff(rep, back))
+	if err := json.Unmarshal(b, &back); err != nil || !cmp.Equal(rep, back, cmpopts.IgnoreUnexported(statusReport{})) {
+		t.Errorf("JSON round trip: %v, %s", err, cmp.Diff(rep, back, cmpopts.IgnoreUnexported(statusReport{})))
 	}
 }
 
