@@ -77,6 +77,7 @@ func TestLoadPDRs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := TwoUEPDRs()
+	want[0].Offered = 45e6
 	if len(pdrs) != 2 || pdrs[0] != want[0] || pdrs[1] != want[1] {
 		t.Fatalf("loaded %+v, want %+v", pdrs, want)
 	}
