@@ -330,7 +330,11 @@ func (e *Engine) sync(ctx context.Context, p pending) error {
 	full := p.full || !perSession || len(p.seids) > sessionReadLimit
 	if full {
 		if p.reason != "" {
-			e.obs.Resync(p.reason)
+			// Retries during an outage are counted, not reported: the
+			// outage itself was (Degraded), once.
+			if p.reason != "retry" {
+				e.obs.Resync(p.reason)
+			}
 			e.opt.Metrics.resync(p.reason)
 		}
 		flows, err := e.opt.Source.Snapshot(ctx)

@@ -153,6 +153,17 @@ func TestEnginePollsWithoutEvents(t *testing.T) {
 	if o := obs.snapshot(); len(o.resyncs) != 1 || o.resyncs[0] != "start" {
 		t.Fatalf("resyncs reported %q, want only [start]: polls must be silent", o.resyncs)
 	}
+	// gtp5g unloaded for several polls: one outage report, no per-poll
+	// retry reports, and the change made meanwhile is picked up after.
+	src.setFail(errGone)
+	time.Sleep(150 * time.Millisecond)
+	src.set(4, flow(4, 1, 1, 1e6, 2e6))
+	src.setFail(nil)
+	eventually(t, 5*time.Second, "poll after the outage", converged(src, ap))
+	o := obs.snapshot()
+	if len(o.resyncs) != 1 || len(o.degraded) != 1 || o.degraded[0] != "source" {
+		t.Fatalf("resyncs %q degraded %q: want one 'source' outage report and no per-poll resync reports", o.resyncs, o.degraded)
+	}
 }
 
 func TestEngineWaitsForSourceToComeBack(t *testing.T) {
@@ -171,6 +182,9 @@ func TestEngineWaitsForSourceToComeBack(t *testing.T) {
 	}
 	if !slices.Contains(o.recovered, "events") {
 		t.Fatalf("recovered %q: no recovery reported", o.recovered)
+	}
+	if slices.Contains(o.resyncs, "retry") {
+		t.Fatalf("resyncs %q: retries during an outage must not be reported one by one", o.resyncs)
 	}
 	// gtp5g unloaded while running: the subscription ends; the engine
 	// waits, subscribes again and dumps.

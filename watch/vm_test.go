@@ -20,11 +20,15 @@ ip link add n3w type veth peer name n3p
 ip link set n3w up
 ip link set n3p up
 ip addr add 10.100.0.1/24 dev n3w
+ip link add n6w type veth peer name n6p
+ip link set n6w up
+ip link set n6p up
+ip addr add 10.200.0.1/24 dev n6w
 ./gogtp5g-link add upfgtp >link.log 2>&1 &
 L=$!
 for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1; done
 ip link set upfgtp up || fail "no gtp5g device"
-./gtpqos watch --n3 n3w --link-rate 30mbit --poll 300ms --resync 2s >watch.log 2>&1 &
+./gtpqos watch --n3 n3w --n6 n6w --link-rate 30mbit --poll 300ms --resync 2s >watch.log 2>&1 &
 W=$!
 sleep 1
 kill -0 $W || fail "watch exited at start"
@@ -45,12 +49,19 @@ $T add pdr upfgtp 1:2 --pcd 100 --ue-ipv4 10.60.0.1 --sdf-desp 'permit out ip fr
 $T add pdr upfgtp 1:3 --pcd 100 --ue-ipv4 10.60.0.1 --sdf-desp 'permit out ip from 10.200.0.3 to 10.60.0.1' --far-id 1 --qer-id 3 || fail "add pdr 3"
 $T add pdr upfgtp 1:4 --pcd 100 --ue-ipv4 10.60.0.1 --sdf-desp 'permit out ip from 10.200.0.4 to 10.60.0.1' --far-id 1 --qer-id 4 --qer-id 1 || fail "add pdr 4"
 $T add pdr upfgtp 1:5 --pcd 255 --ue-ipv4 10.60.0.1 --far-id 1 --qer-id 5 --qer-id 1 || fail "add default pdr"
+# Uplink: flow A's QER on a PDR with the UPF's F-TEID (GTP-U from the gNB).
+$T add far upfgtp 1:2 --action 2 || fail "add uplink far"
+$T add pdr upfgtp 1:12 --pcd 100 --f-teid 200 10.100.0.1 --hdr-rm 0 --far-id 2 --qer-id 2 || fail "add uplink pdr"
 classes() { tc class show dev n3w; }
 waitfor() { for i in $(seq 150); do n=$(classes | grep -c "$1"); [ "$n" -eq "$2" ] && return 0; sleep 0.1; done; return 1; }
 waitfor 'rate 15Mbit ceil 18Mbit' 1 || fail "flow A class (15/18) did not appear"
 waitfor 'rate 5Mbit ceil 6Mbit' 1 || fail "flow B class (5/6) did not appear"
 waitfor 'ceil 20Mbit' 2 || fail "session AMBR class and flow C under it (ceil 20) did not appear"
 echo "== classes after add"; classes
+for i in $(seq 150); do tc class show dev n6w | grep -q 'rate 15Mbit ceil 18Mbit' && break; sleep 0.1; done
+tc class show dev n6w | grep -q 'rate 15Mbit ceil 18Mbit' || fail "uplink class for flow A (15/18) did not appear on N6"
+echo "== N6 classes after add"; tc class show dev n6w
+grep -q 'msg="sync .*dev=n6w' watch.log || fail "no classifier entry for the uplink flow on N6"
 # Downlink traffic through the real gtp5g datapath: from the three DN
 # addresses to the UE, encapsulated by gtp5g toward the gNB (10.100.0.2,
 # the N3 peer): each flow's class must count its packets (patched: the
@@ -66,11 +77,13 @@ for f in 'rate 15Mbit ceil 18Mbit' 'rate 5Mbit ceil 6Mbit' 'rate 1Mbit ceil 20Mb
 	echo "flow class $c ($f): sent $b bytes"
 	[ "${b:-0}" -gt 0 ] || fail "class $c ($f) counted no traffic: gtp5g's packets not classified"
 done
-$T delete pdr upfgtp 1:2; $T delete pdr upfgtp 1:3; $T delete pdr upfgtp 1:4; $T delete pdr upfgtp 1:5
+$T delete pdr upfgtp 1:2; $T delete pdr upfgtp 1:3; $T delete pdr upfgtp 1:4; $T delete pdr upfgtp 1:5; $T delete pdr upfgtp 1:12
+$T delete far upfgtp 1:2
 for q in 1 2 3 4 5; do $T delete qer upfgtp 1:$q; done
 $T delete far upfgtp 1:1
 waitfor 'class htb' 2 || fail "flow classes not removed after the session's rules were deleted"
 echo "== classes after delete"; classes
+[ "$(tc class show dev n6w | grep -c 'class htb')" -eq 2 ] || fail "uplink class not removed from N6"
 # gtp5g unloaded and loaded again under the running daemon: it waits,
 # then rebuilds from the new module's rules.
 kill $L 2>/dev/null; ip link del upfgtp 2>/dev/null
@@ -104,7 +117,7 @@ echo WATCH-SCENARIO-OK
 // TestVMWatchRealGTP5G runs `gtpqos watch` against the real gtp5g module
 // ($GTP5G_KO, patched or stock) in the Debian-kernel VM: classes appear
 // for the seed's flows with no manual step, the session AMBR becomes a
-// parent class, gtp5g's downlink packets are counted by their flows'
+// parent class, flow A's uplink class appears on N6, gtp5g's downlink packets are counted by their flows'
 // classes, and deleting the session's rules removes the classes.
 // Without GTP5G_KO (or outside 'make vm-test') it skips with one line.
 func TestVMWatchRealGTP5G(t *testing.T) {

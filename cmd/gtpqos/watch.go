@@ -231,7 +231,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	opt := watch.Options{
 		Source: &watch.GTP5GSource{
 			Dial:           gtpnl.Dial,
-			View:           qosView(markMode),
+			View:           qosView(markMode, !patched),
 			WithEvents:     patched,
 			OnViewProblems: func(ps []string) { logViewProblems(log, ps) },
 			OnConnect: func(c *gtpnl.Client) error {
@@ -330,9 +330,15 @@ func ensureMarkMode(gc *gtpnl.Client, want string, feats gtpnl.Features) (string
 }
 
 // qosView joins gtp5g's rules with qosview, marks per the module's mode.
-func qosView(mode gtpnl.MarkMode) watch.ViewFunc {
+// On stock gtp5g (which marks nothing) uplink flows get marks of gtpqos's
+// own, which the GTP-U classifier sets on N3 ingress for the N6 tree.
+func qosView(mode gtpnl.MarkMode, stock bool) watch.ViewFunc {
+	var marks watch.StockMarks
 	return func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) ([]shaper.Flow, []string) {
 		flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
+		if stock {
+			flows = marks.Assign(flows)
+		}
 		out := make([]string, len(problems))
 		for i, p := range problems {
 			out[i] = p.String()
