@@ -78,3 +78,25 @@ func TestConfigOverridesDefaults(t *testing.T) {
 		t.Fatalf("defaults lost: %+v", cfg)
 	}
 }
+
+// FuzzConfig feeds arbitrary files to the config loader: errors are fine,
+// panics are not.
+func FuzzConfig(f *testing.F) {
+	if b, err := os.ReadFile("../packaging/gtpqos-watch.yaml"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("n3: a\nlink_rate: 30mbit\npoll: 1s\npolicy:\n  burst: 32k\n"))
+	f.Add([]byte("link_rate: [1, 2]\nresync: -1s\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(p)
+		if err != nil {
+			return
+		}
+		_, _, _ = cfg.Policies()
+	})
+}
