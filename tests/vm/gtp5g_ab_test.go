@@ -44,9 +44,9 @@ policy:
 `, mbit(30), policy, mbit(15), mbit(18), mbit(5), mbit(6), mbit(30))
 }
 
-// TestGtp5gAB boots the Debian kernel with $GTP5G_KO and runs
+// TestVMGtp5gAB boots the Debian kernel with $GTP5G_KO and runs
 // TestGtp5gGuestAB: 'gtpqos ab' on the real gtp5g datapath.
-func TestGtp5gAB(t *testing.T) {
+func TestVMGtp5gAB(t *testing.T) {
 	if os.Getenv("GTPQOS_IN_VM") == "1" {
 		t.Skip("host-side launcher; inside the VM TestGtp5gGuestAB runs")
 	}

@@ -21,10 +21,10 @@ import (
 // of the real-gtp5g scenarios.
 const gtp5gGuestEnv = "GTPQOS_GTP5G_GUEST"
 
-// TestGtp5gDatapath boots the Debian kernel with $GTP5G_KO (gtp5g v0.10.2
+// TestVMGtp5gDatapath boots the Debian kernel with $GTP5G_KO (gtp5g v0.10.2
 // plus gtp5g-patch/) loaded and runs TestGtp5gGuest inside it. Without
 // GTP5G_KO it skips with one line.
-func TestGtp5gDatapath(t *testing.T) {
+func TestVMGtp5gDatapath(t *testing.T) {
 	if os.Getenv("GTPQOS_IN_VM") == "1" {
 		t.Skip("host-side launcher; inside the VM TestGtp5gGuest runs")
 	}
@@ -44,12 +44,12 @@ func TestGtp5gDatapath(t *testing.T) {
 	}
 }
 
-// requireGtp5gGuest skips unless this is the guest run TestGtp5gDatapath
+// requireGtp5gGuest skips unless this is the guest run TestVMGtp5gDatapath
 // started.
 func requireGtp5gGuest(t *testing.T) {
 	t.Helper()
 	if os.Getenv("GTPQOS_IN_VM") != "1" || os.Getenv(gtp5gGuestEnv) != "1" {
-		t.Skip("runs inside the VM only (started by TestGtp5gDatapath or TestGtp5gAB with GTP5G_KO)")
+		t.Skip("runs inside the VM only (started by TestVMGtp5gDatapath or TestVMGtp5gAB with GTP5G_KO)")
 	}
 }
 

@@ -40,3 +40,11 @@ func TestVMLabStaticVsAware(t *testing.T) {
 	t.Logf("lab rates scaled by %s in the VM", scale)
 	RunGoTests(t, "./tests/lab/", run, map[string]string{"GTPQOS_LAB_RATE_SCALE": scale}, 6*time.Minute)
 }
+
+// TestVMGtpuClassifier runs the stock-gtp5g (TEID, QFI) BPF classifier's
+// tests (BPF_PROG_TEST_RUN parser cases, map sync, veth datapath) on the
+// Debian 6.1 kernel, so the committed objects are known to load and verify
+// there too, not only on the host's newer kernel.
+func TestVMGtpuClassifier(t *testing.T) {
+	RunGoTests(t, "./internal/gtpubpf/", "Test", nil, 4*time.Minute)
+}
