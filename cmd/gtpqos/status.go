@@ -7,13 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/watch"
 )
 
 func init() {
@@ -24,12 +27,12 @@ func init() {
 	})
 }
 
-// statusClassInfo is what the shaper knows about one flow's class.
+// statusClassInfo is what the kernel's tree says about one flow's class.
 type statusClassInfo struct {
-	// Class is the HTB class id ("1:10").
+	// Class is the HTB class id ("6771:10").
 	Class string
-	// Rate is the class's live rate in bit/s.
-	Rate uint64
+	// Rate is the class's live rate in bit/s (nil: not measured).
+	Rate *uint64
 }
 
 // statusFlowKey names a flow in one direction's tree.
@@ -38,11 +41,9 @@ type statusFlowKey struct {
 	Direction shaper.Direction
 }
 
-// statusClasses fills the class and live-rate columns when a tree exists.
-// HOOK for the lead: wire it to the shaper (Reconciler.ClassStats on N3 for
-// downlink and N6 for uplink, mapped through the planned tree's flow
-// classes). While nil the columns show "-".
-var statusClasses func(ctx context.Context, flows []shaper.Flow) (map[statusFlowKey]statusClassInfo, error)
+// defaultWatchConfig is where status looks for the N3/N6 devices when
+// --n3/--n6 are not given.
+const defaultWatchConfig = "/etc/gtpqos/watch.yaml"
 
 // statusProblemsPerKind bounds the problems status prints per kind (the
 // JSON lists them all).
@@ -65,32 +66,41 @@ type statusReport struct {
 	MarkMode string       `json:"mark_mode"`
 	Policer  string       `json:"policer"`
 	Flows    []statusFlow `json:"flows"`
-	Problems []string     `json:"problems"`
+	// Devices are the N3/N6 devices status looked at (none without
+	// --n3/--n6 or a watch config).
+	Devices []statusDevice `json:"devices"`
+	// RateSource says how the RATE column was measured.
+	RateSource string   `json:"rate_source,omitempty"`
+	Problems   []string `json:"problems"`
 	// summary is Problems for people (repeats of one kind collapsed).
 	summary []string
 }
 
 type statusFlow struct {
-	SEID        uint64 `json:"seid"`
-	QER         uint32 `json:"qer"`
-	QFI         uint8  `json:"qfi"`
-	Direction   string `json:"direction"`
-	GBR         uint64 `json:"gbr_bps"`
-	MBR         uint64 `json:"mbr_bps"`
-	SessionAMBR uint64 `json:"session_ambr_bps"`
-	Mark        uint32 `json:"mark"`
-	TEID        uint32 `json:"teid"`
-	Class       string `json:"class,omitempty"`
-	Rate        uint64 `json:"rate_bps,omitempty"`
+	SEID        uint64  `json:"seid"`
+	QER         uint32  `json:"qer"`
+	QFI         uint8   `json:"qfi"`
+	Direction   string  `json:"direction"`
+	GBR         uint64  `json:"gbr_bps"`
+	MBR         uint64  `json:"mbr_bps"`
+	SessionAMBR uint64  `json:"session_ambr_bps"`
+	Mark        uint32  `json:"mark"`
+	TEID        uint32  `json:"teid"`
+	Class       string  `json:"class,omitempty"`
+	Rate        *uint64 `json:"rate_bps,omitempty"`
 }
 
 func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
+	n3 := fs.String("n3", "", "N3 device with the downlink tree (default: the watch config's n3)")
+	n6 := fs.String("n6", "", "N6 device with the uplink tree (default: the watch config's n6)")
+	config := fs.String("config", defaultWatchConfig, "watch config file read for n3/n6 when --n3/--n6 are not given (ignored if absent)")
+	interval := fs.Duration("interval", time.Second, "time between the two class counter readings for the RATE column (0: no rates)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos status [--json]")
+			fmt.Fprintln(stdout, "usage: gtpqos status [--json] [--n3 IF] [--n6 IF] [--config FILE] [--interval 1s]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
@@ -100,12 +110,43 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if *interval < 0 {
+		return usagef("--interval must not be negative")
+	}
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
 	src := &gtp5gStatusSource{mod: kmod.Host()}
 	defer src.close()
-	rep, err := collectStatus(ctx, src)
+	// Devices are resolved after gtp5g is found, so that without gtp5g
+	// status prints only that.
+	var trees statusTrees
+	var devProblems []string
+	resolve := func() statusTrees {
+		d, p := statusDevices(*n3, *n6, *config, explicit)
+		devProblems = p
+		if d.n3 == "" && d.n6 == "" {
+			return nil
+		}
+		h, err := newHandle()
+		if err != nil {
+			devProblems = append(devProblems, err.Error())
+			return nil
+		}
+		d.h, d.interval = h, *interval
+		trees = d
+		return d
+	}
+	defer func() {
+		if nt, ok := trees.(netlinkTrees); ok {
+			nt.h.Close()
+		}
+	}()
+	rep, err := collectStatus(ctx, src, resolve)
 	if err != nil {
 		return err
 	}
+	rep.Problems = append(devProblems, rep.Problems...)
+	rep.summary = append(append([]string(nil), devProblems...), rep.summary...)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -115,8 +156,29 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// collectStatus reads gtp5g and joins its rules into flows.
-func collectStatus(ctx context.Context, src statusSource) (statusReport, error) {
+// statusDevices returns the N3/N6 devices: the flags, else the watch
+// config's (if the file exists; a missing file named with --config, or one
+// that does not load, is a problem, not an error).
+func statusDevices(n3, n6, config string, explicit bool) (netlinkTrees, []string) {
+	d := netlinkTrees{n3: n3, n6: n6}
+	if n3 != "" || n6 != "" || config == "" {
+		return d, nil
+	}
+	if _, err := os.Stat(config); err != nil && !explicit {
+		return d, nil
+	}
+	cfg, err := watch.LoadConfig(config)
+	if err != nil {
+		return d, []string{fmt.Sprintf("devices: %v (use --n3/--n6)", err)}
+	}
+	d.n3, d.n6 = cfg.N3, cfg.N6
+	return d, nil
+}
+
+// collectStatus reads gtp5g and joins its rules into flows; trees (called
+// once gtp5g is known to be there; nil or returning nil: no devices) adds
+// the class columns and the devices' classification modes.
+func collectStatus(ctx context.Context, src statusSource, trees func() statusTrees) (statusReport, error) {
 	var rep statusReport
 	if ok, err := src.loaded(); err != nil {
 		return rep, err
@@ -146,9 +208,20 @@ func collectStatus(ctx context.Context, src statusSource) (statusReport, error) 
 	}
 	flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
 	var classes map[statusFlowKey]statusClassInfo
-	if statusClasses != nil {
-		if classes, err = statusClasses(ctx, flows); err != nil {
-			rep.Problems = append(rep.Problems, "class stats: "+err.Error())
+	rep.Devices = []statusDevice{}
+	var tr statusTrees
+	if trees != nil {
+		tr = trees()
+	}
+	if tr != nil {
+		v, err := tr.read(ctx, flows)
+		if err != nil {
+			return rep, err
+		}
+		classes, rep.RateSource = v.Classes, v.RateSource
+		rep.Problems = append(rep.Problems, v.Problems...)
+		if v.Devices != nil {
+			rep.Devices = v.Devices
 		}
 	}
 	rep.Flows = make([]statusFlow, 0, len(flows))
@@ -160,7 +233,7 @@ func collectStatus(ctx context.Context, src statusSource) (statusReport, error) 
 		}
 		rep.Flows = append(rep.Flows, sf)
 	}
-	rep.summary = append(rep.summary, rep.Problems...) // class-stats trouble, if any
+	rep.summary = append(rep.summary, rep.Problems...) // device trouble, if any
 	for _, p := range problems {
 		rep.Problems = append(rep.Problems, p.String())
 	}
@@ -190,6 +263,12 @@ func renderStatus(w io.Writer, rep statusReport) {
 		feats = strings.Join(rep.Features, ",")
 	}
 	fmt.Fprintf(w, "gtp5g %s  features: %s  mark mode: %s  native policer: %s\n", rep.Version, feats, rep.MarkMode, rep.Policer)
+	for _, d := range rep.Devices {
+		fmt.Fprintln(w, deviceLine(d))
+	}
+	if len(rep.Devices) == 0 {
+		fmt.Fprintln(w, "devices: none given (--n3/--n6 or n3/n6 in the watch config): no CLASS/RATE columns")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEID\tQER\tQFI\tDIR\tGBR\tMBR\tAMBR\tMARK\tTEID\tCLASS\tRATE")
 	dash := func(v uint64, s string) string {
@@ -203,17 +282,47 @@ func renderStatus(w io.Writer, rep statusReport) {
 		if class == "" {
 			class = "-"
 		}
+		rate := "-"
+		if f.Rate != nil {
+			rate = formatLiveRate(*f.Rate)
+		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", f.SEID, f.QER, f.QFI, f.Direction,
 			dash(f.GBR, shaper.FormatRate(f.GBR)), dash(f.MBR, shaper.FormatRate(f.MBR)), dash(f.SessionAMBR, shaper.FormatRate(f.SessionAMBR)),
-			dash(uint64(f.Mark), fmt.Sprintf("%#x", f.Mark)), f.TEID, class, dash(f.Rate, shaper.FormatRate(f.Rate)))
+			dash(uint64(f.Mark), fmt.Sprintf("%#x", f.Mark)), f.TEID, class, rate)
 	}
 	_ = tw.Flush()
 	if len(rep.Flows) == 0 {
 		fmt.Fprintln(w, "(no rate-bearing QoS flows)")
 	}
+	if rep.RateSource != "" {
+		fmt.Fprintf(w, "RATE: %s\n", rep.RateSource)
+	}
 	for _, p := range rep.summary {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
+}
+
+// deviceLine is one device's line: tree, classification mode, and the
+// GTP-U programs' entries and counters.
+func deviceLine(d statusDevice) string {
+	dir := map[string]string{"N3": "downlink", "N6": "uplink"}[d.Role]
+	s := fmt.Sprintf("%s %s (%s): ", d.Role, d.Dev, dir)
+	if d.Tree {
+		s += fmt.Sprintf("tree %x: with %d flow classes", shaper.OwnedMajor, d.FlowClasses)
+	} else {
+		s += "no gtpqos tree"
+	}
+	s += ", classification " + d.Mode
+	for _, g := range d.GTPU {
+		s += fmt.Sprintf("; %s (program %d): %d entries", g.Filter, g.ProgramID, g.Entries)
+		if c := g.Counters; c != nil {
+			s += fmt.Sprintf(", hit %d miss %d no-QFI %d not-GTP %d", c.Hit, c.Miss, c.NoQFI, c.NotGTP)
+		}
+	}
+	if d.Error != "" {
+		s += " (" + d.Error + ")"
+	}
+	return s
 }
 
 // gtp5gStatusSource reads the running system: sysfs/procfs via kmod,
