@@ -261,3 +261,22 @@ func TestStatusDevicesFromConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestMarkUplink(t *testing.T) {
+	ul := func(teid uint32, qfi uint8, mark uint32) shaper.Flow {
+		return shaper.Flow{Direction: shaper.Uplink, TEID: teid, QFI: qfi, Mark: mark}
+	}
+	dl := shaper.Flow{Direction: shaper.Downlink, TEID: 201, QFI: 2}
+	in := []shaper.Flow{ul(201, 2, 0), ul(202, 2, 0x7), ul(203, 5, 0), ul(204, 9, 0), dl}
+	marks := map[gtpubpf.Key]uint32{{TEID: 201, QFI: 2}: 0x100001, {TEID: 202, QFI: 2}: 0x100002, {QFI: 5}: 0x100005}
+	got := markUplink(in, marks)
+	want := []uint32{0x100001, 0x7, 0x100005, 0, 0} // own mark kept; QFI-only fallback; unknown stays 0; downlink untouched
+	for i, f := range got {
+		if f.Mark != want[i] {
+			t.Errorf("flow %d (TEID %d QFI %d %s): mark %#x, want %#x", i, f.TEID, f.QFI, f.Direction, f.Mark, want[i])
+		}
+	}
+	if in[0].Mark != 0 {
+		t.Errorf("markUplink changed its input")
+	}
+}

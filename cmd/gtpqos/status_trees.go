@@ -71,16 +71,19 @@ type netlinkTrees struct {
 
 // deviceRead is one device's first reading.
 type deviceRead struct {
-	dev    statusDevice
-	dir    shaper.Direction
-	rec    *shaper.Reconciler
-	tree   *shaper.Tree
-	before map[uint32]shaper.ClassStats
+	dev statusDevice
+	// ulMarks is the N3 ingress program's (TEID, QFI) -> mark map (gtpu).
+	ulMarks map[gtpubpf.Key]uint32
+	dir     shaper.Direction
+	rec     *shaper.Reconciler
+	tree    *shaper.Tree
+	before  map[uint32]shaper.ClassStats
 }
 
 func (n netlinkTrees) read(ctx context.Context, flows []shaper.Flow) (statusTreeView, error) {
 	v := statusTreeView{Classes: map[statusFlowKey]statusClassInfo{}}
 	var reads []*deviceRead
+	var ulMarks map[gtpubpf.Key]uint32
 	for _, d := range []struct {
 		role, dev string
 		dir       shaper.Direction
@@ -94,6 +97,9 @@ func (n netlinkTrees) read(ctx context.Context, flows []shaper.Flow) (statusTree
 			v.Problems = append(v.Problems, fmt.Sprintf("%s %s: %s", d.role, d.dev, r.dev.Error))
 		}
 		v.Devices = append(v.Devices, r.dev)
+		if r.ulMarks != nil {
+			ulMarks = r.ulMarks
+		}
 		if r.tree != nil {
 			reads = append(reads, r)
 		}
@@ -101,6 +107,7 @@ func (n netlinkTrees) read(ctx context.Context, flows []shaper.Flow) (statusTree
 	if len(reads) == 0 {
 		return v, nil
 	}
+	flows = markUplink(flows, ulMarks)
 	start := time.Now()
 	if n.interval > 0 {
 		select {
@@ -148,6 +155,9 @@ func readDevice(ctx context.Context, h *netlink.Handle, role, dev string) *devic
 			continue
 		}
 		r.dev.GTPU = append(r.dev.GTPU, gtpuOf(snap))
+		if snap.Filter == gtpubpf.FilterUplinkN3 {
+			r.ulMarks = snap.Uplink
+		}
 		if hook == gtpubpf.Egress {
 			c := gtpubpf.New(gtpubpf.Options{N3: dev})
 			if snap.Filter == gtpubpf.FilterUplinkN6 {
@@ -181,6 +191,27 @@ func readDevice(ctx context.Context, h *netlink.Handle, role, dev string) *devic
 	}
 	r.tree = t
 	return r
+}
+
+// markUplink returns flows with each uplink flow that has no mark (stock
+// gtp5g) given the mark the N3 ingress GTP-U program sets for its (TEID,
+// QFI) (or its QFI-only fallback): the N6 tree is bound by mark only.
+func markUplink(flows []shaper.Flow, ulMarks map[gtpubpf.Key]uint32) []shaper.Flow {
+	if len(ulMarks) == 0 {
+		return flows
+	}
+	out := make([]shaper.Flow, len(flows))
+	for i, f := range flows {
+		if f.Direction == shaper.Uplink && f.Mark == 0 {
+			m, ok := ulMarks[gtpubpf.Key{TEID: f.TEID, QFI: f.QFI}]
+			if !ok {
+				m = ulMarks[gtpubpf.Key{QFI: f.QFI}]
+			}
+			f.Mark = m
+		}
+		out[i] = f
+	}
+	return out
 }
 
 // modeName is the classification mode as status prints it.
