@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"runtime"
 	"strings"
@@ -175,6 +176,21 @@ func TestIntegrationStatusTreesMark(t *testing.T) {
 			t.Errorf("flow %s: %+v; want class %s, rate 0", f.ID, ci, tree.Handle(c.Minor))
 		}
 	}
+	// The whole report: the patched-gtp5g flow with mark 0x21 lands in
+	// flow 1's class, and the device line names the mode.
+	rep, err := collectStatus(context.Background(), fakeStatus{feats: 0xf}, func() statusTrees {
+		return netlinkTrees{h: h, n3: "gqm0", interval: 50 * time.Millisecond}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	renderStatus(&buf, rep)
+	c, _ := tree.FlowClass(flows[0].ID)
+	if len(rep.Flows) != 1 || rep.Flows[0].Class != tree.Handle(c.Minor) || !strings.Contains(buf.String(), "N3 gqm0 (downlink): tree 6771: with 2 flow classes, classification mark (") {
+		t.Errorf("report flows %+v; text:\n%s", rep.Flows, buf.String())
+	}
+	t.Logf("gtpqos status (fake gtp5g, real tree):\n%s", buf.String())
 }
 
 // netlinkHandleIn opens a netlink handle inside ns, closed when the test ends.
