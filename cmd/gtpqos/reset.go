@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/watch"
 )
 
 func init() {
@@ -26,9 +29,10 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("reset", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	dev := fs.String("dev", "", "device")
+	lockDir := fs.String("lock-dir", watch.DefaultLockDir, "where gtpqos watch keeps its device locks: reset refuses a device a running watch holds")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos reset --dev IF")
+			fmt.Fprintln(stdout, "usage: gtpqos reset --dev IF [--lock-dir /run/gtpqos]")
 			fmt.Fprintln(stdout, "Removes the HTB tree rooted at 6771: and the clsact filters named gtpqos-* (stock-gtp5g GTP-U classifier); foreign qdiscs and filters stay.")
 			return nil
 		}
@@ -47,6 +51,16 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 	defer h.Close()
 	if err := checkDev(h, *dev); err != nil {
 		return err
+	}
+	// A running watch would rebuild what reset removes: refuse, and hold
+	// the lock meanwhile so none starts. Without a lock file no watch ever
+	// ran on the device (and none is created here).
+	if _, err := os.Stat(filepath.Join(*lockDir, *dev+".lock")); err == nil {
+		lock, err := watch.LockDevice(*lockDir, *dev)
+		if err != nil {
+			return fmt.Errorf("dev %s: not reset: %w (stop it first; with --cleanup-on-exit it removes its trees itself)", *dev, err)
+		}
+		defer lock.Unlock()
 	}
 	lines, err := resetDevice(ctx, h, *dev)
 	for _, l := range lines {

@@ -10,6 +10,7 @@ import (
 	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/watch"
 )
 
 // stockLab is a netns with an N3 and an N6 veth, shaped the way `gtpqos
@@ -118,6 +119,22 @@ func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
 			}
 
 			l.shape(t)
+			shaped := read(l.n3)
+			// A running watch holds the device's lock: reset refuses and
+			// changes nothing.
+			lockDir := t.TempDir()
+			lk, err := watch.LockDevice(lockDir, l.n3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, _, errs := runIn(t, l.ns, "reset", "--dev", l.n3, "--lock-dir", lockDir)
+			lk.Unlock()
+			if rc != 1 || !strings.Contains(errs, "another gtpqos watch") || strings.Count(errs, "\n") != 1 {
+				t.Errorf("reset of a device a watch holds: rc %d, stderr %q; want 1 and one line naming the watch", rc, errs)
+			}
+			if now := read(l.n3); now != shaped {
+				t.Errorf("refused reset changed N3:\n%+v\nwas:\n%+v", now, shaped)
+			}
 			if s := read(l.n3); !strings.Contains(s.egress, gtpubpf.FilterDownlink) || !strings.Contains(s.ingress, gtpubpf.FilterUplinkN3) || !strings.Contains(s.qdisc, "htb 6771:") {
 				t.Fatalf("N3 after shaping lacks the tree or a gtpqos filter:\n%+v", s)
 			}
@@ -126,7 +143,7 @@ func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
 			}
 
 			for _, dev := range []string{l.n3, l.n6} {
-				rc, out, errs := runIn(t, l.ns, "reset", "--dev", dev)
+				rc, out, errs := runIn(t, l.ns, "reset", "--dev", dev, "--lock-dir", lockDir)
 				t.Logf("reset --dev %s:\n%s", dev, out)
 				if rc != 0 {
 					t.Fatalf("reset --dev %s: rc %d: %s%s", dev, rc, out, errs)
@@ -154,7 +171,7 @@ func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
 					t.Errorf("dev %s after reset:\n%+v\nbefore shaping:\n%+v", dev, got, before[dev])
 				}
 				// A second reset finds nothing.
-				rc, out, _ = runIn(t, l.ns, "reset", "--dev", dev)
+				rc, out, _ = runIn(t, l.ns, "reset", "--dev", dev, "--lock-dir", lockDir)
 				if rc != 0 || !strings.Contains(out, "nothing removed") {
 					t.Errorf("second reset --dev %s: rc %d, want 'nothing removed':\n%s", dev, rc, out)
 				}
