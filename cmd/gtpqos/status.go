@@ -145,8 +145,10 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep.Problems = append(devProblems, rep.Problems...)
-	rep.summary = append(append([]string(nil), devProblems...), rep.summary...)
+	if len(devProblems) > 0 {
+		rep.Problems = append(devProblems, rep.Problems...)
+		rep.summary = append(append([]string(nil), devProblems...), rep.summary...)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
