@@ -20,8 +20,13 @@ build: ## Build bin/gtpqos
 	@mkdir -p bin
 	$(GO) build -o $(BIN) ./cmd/gtpqos
 
+# Packages whose tests measure throughput through the lab: run one at a time,
+# after the rest, so a parallel build or a 10k-class test does not skew them.
+TIMED   := ./tests/lab/ ./tests/stock/
+
 test: deps ## Run every test: unit, fuzz smoke, netns (root) and the Debian-kernel VM (root)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v -e '/tests/lab$$' -e '/tests/stock$$')
+	$(GO) test -count=1 -p 1 -timeout 20m $(TIMED)
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory vm-test
 
