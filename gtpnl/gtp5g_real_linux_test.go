@@ -10,22 +10,17 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	gtp5gnl "github.com/free5gc/go-gtp5gnl"
 	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/internal/gtp5gtest"
 	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/khirono/go-nl"
-	"github.com/mdlayher/netlink"
-	vnl "github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 )
 
 // TestRealGTP5G runs against a loaded gtp5g (the VM with GTP5G_KO, or a
@@ -41,61 +36,20 @@ func TestRealGTP5G(t *testing.T) {
 		_ = c.Close()
 	}
 	ns := testenv.NewNetNS(t)
+	gns := gtp5gtest.In(ns.Name, ns)
 	const dev = "gtpnl0"
-	var udp *net.UDPConn
+	gns.AddLink(t, dev, gtp5gtest.RoleUPF)
+	rules := gns.DialRules(t, dev)
 	var client *gtpnl.Client
-	var rules *gtp5gnl.Client
-	var link *gtp5gnl.Link
-	err := inNS(ns.Handle, func() error {
-		var err error
-		if udp, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2152}); err != nil {
-			return err
-		}
-		f, err := udp.File()
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := createLink(dev, int(f.Fd())); err != nil {
-			return err
-		}
-		l, err := vnl.LinkByName(dev)
-		if err != nil {
-			return err
-		}
-		if err := vnl.LinkSetUp(l); err != nil {
-			return err
-		}
-		link = &gtp5gnl.Link{Name: dev, Index: l.Attrs().Index}
-		mux, err := nl.NewMux()
-		if err != nil {
-			return err
-		}
-		go func() { _ = mux.Serve() }()
-		t.Cleanup(mux.Close)
-		conn, err := nl.Open(syscall.NETLINK_GENERIC)
-		if err != nil {
-			return err
-		}
-		t.Cleanup(conn.Close)
-		if rules, err = gtp5gnl.NewClient(conn, mux); err != nil {
-			return err
-		}
-		client, err = gtpnl.Dial()
-		return err
-	})
-	if udp != nil {
-		t.Cleanup(func() { _ = udp.Close() })
-	}
-	if err != nil {
-		t.Fatalf("netns %s: set up gtp5g device: %v", ns.Name, err)
+	if err := gns.Do(func() (err error) { client, err = gtpnl.Dial(); return err }); err != nil {
+		t.Fatalf("netns %s: gtpnl dial: %v", ns.Name, err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
 
 	const sessions = 200
 	start := time.Now()
 	for s := uint64(1); s <= sessions; s++ {
-		programSession(t, rules, link, s)
+		programSession(t, rules, s)
 	}
 	t.Logf("programmed %d sessions (%d rules) in %s", sessions, sessions*21, time.Since(start).Round(time.Millisecond))
 
@@ -152,7 +106,7 @@ func TestRealGTP5G(t *testing.T) {
 		checkFlowMarks(t, client)
 	}
 	if feats.Has(gtpnl.FeatureQoSEvents) {
-		checkEvents(t, client, rules, link)
+		checkEvents(t, client, rules)
 	}
 }
 
@@ -311,7 +265,7 @@ func checkFlowMarks(t *testing.T, c *gtpnl.Client) {
 }
 
 // checkEvents updates and deletes rules and expects one event each.
-func checkEvents(t *testing.T, c *gtpnl.Client, rules *gtp5gnl.Client, link *gtp5gnl.Link) {
+func checkEvents(t *testing.T, c *gtpnl.Client, r *gtp5gtest.Rules) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -320,10 +274,10 @@ func checkEvents(t *testing.T, c *gtpnl.Client, rules *gtp5gnl.Client, link *gtp
 		t.Fatalf("Subscribe: %v", err)
 	}
 	defer sub.Close()
-	if err := gtp5gnl.UpdateQEROID(rules, link, gtp5gnl.OID{1, 3}, rateAttrs(gtp5gnl.QER_MBR, 0, 20000)); err != nil {
+	if err := gtp5gnl.UpdateQEROID(r.Client(), r.Link, gtp5gnl.OID{1, 3}, []nl.Attr{gtp5gtest.Rate(gtp5gnl.QER_MBR, 0, 20000)}); err != nil {
 		t.Fatalf("update QER: %v", err)
 	}
-	if err := gtp5gnl.RemovePDROID(rules, link, gtp5gnl.OID{1, 4}); err != nil {
+	if err := gtp5gnl.RemovePDROID(r.Client(), r.Link, gtp5gnl.OID{1, 4}); err != nil {
 		t.Fatalf("remove PDR: %v", err)
 	}
 	var got []gtpnl.Event
@@ -351,7 +305,7 @@ func checkEvents(t *testing.T, c *gtpnl.Client, rules *gtp5gnl.Client, link *gtp
 		t.Fatalf("shrink the subscription's buffer: %v", err)
 	}
 	for s := uint64(1); s <= 100; s++ {
-		if err := gtp5gnl.UpdateQEROID(rules, link, gtp5gnl.OID{s, 5}, rateAttrs(gtp5gnl.QER_MBR, 0, 31000)); err != nil {
+		if err := gtp5gnl.UpdateQEROID(r.Client(), r.Link, gtp5gnl.OID{s, 5}, []nl.Attr{gtp5gtest.Rate(gtp5gnl.QER_MBR, 0, 31000)}); err != nil {
 			t.Fatalf("update QER 5 of session %d: %v", s, err)
 		}
 	}
@@ -394,7 +348,7 @@ func checkEvents(t *testing.T, c *gtpnl.Client, rules *gtp5gnl.Client, link *gtp
 	if err := gtpnl.SetSubscriptionReadBuffer(sub, 1<<20); err != nil {
 		t.Fatalf("grow the subscription's buffer: %v", err)
 	}
-	if err := gtp5gnl.UpdateQEROID(rules, link, gtp5gnl.OID{1, 5}, rateAttrs(gtp5gnl.QER_MBR, 0, 32000)); err != nil {
+	if err := gtp5gnl.UpdateQEROID(r.Client(), r.Link, gtp5gnl.OID{1, 5}, []nl.Attr{gtp5gtest.Rate(gtp5gnl.QER_MBR, 0, 32000)}); err != nil {
 		t.Fatalf("update after the overrun: %v", err)
 	}
 	for {
@@ -413,20 +367,11 @@ func checkEvents(t *testing.T, c *gtpnl.Client, rules *gtp5gnl.Client, link *gtp
 	}
 }
 
-func rateAttrs(typ uint16, ul, dl uint64) []nl.Attr {
-	hi, lo := gtp5gnl.QER_MBR_UL_HIGH32, gtp5gnl.QER_MBR_UL_LOW8
-	dhi, dlo := gtp5gnl.QER_MBR_DL_HIGH32, gtp5gnl.QER_MBR_DL_LOW8
-	return []nl.Attr{{Type: typ, Value: nl.AttrList{
-		{Type: uint16(hi), Value: nl.AttrU32(ul >> 8)}, {Type: uint16(lo), Value: nl.AttrU8(ul)},
-		{Type: uint16(dhi), Value: nl.AttrU32(dl >> 8)}, {Type: uint16(dlo), Value: nl.AttrU8(dl)},
-	}}}
-}
-
 // programSession installs one seed-shaped session (see
 // qosview/seed_test.go) with go-gtp5gnl, attribute for attribute as
 // go-upf's forwarder does: UL F-TEID 2000+s on 127.0.0.1, DL TEID 1000+s
 // toward 127.0.0.2:2152, UE 10.60.0.1.
-func programSession(t *testing.T, c *gtp5gnl.Client, link *gtp5gnl.Link, s uint64) {
+func programSession(t *testing.T, r *gtp5gtest.Rules, s uint64) {
 	t.Helper()
 	must := func(what string, err error) {
 		if err != nil {
@@ -436,27 +381,21 @@ func programSession(t *testing.T, c *gtp5gnl.Client, link *gtp5gnl.Link, s uint6
 	gate := nl.Attr{Type: gtp5gnl.QER_GATE, Value: nl.AttrU8(0)}
 	qfi := func(v uint8) nl.Attr { return nl.Attr{Type: gtp5gnl.QER_QFI, Value: nl.AttrU8(v)} }
 	qers := map[int][]nl.Attr{
-		1: append([]nl.Attr{gate, qfi(1)}, rateAttrs(gtp5gnl.QER_MBR, 200000, 100000)...),
+		1: {gate, qfi(1), gtp5gtest.Rate(gtp5gnl.QER_MBR, 200000, 100000)},
 		2: {gate, qfi(1)},
-		3: append(append([]nl.Attr{gate, qfi(2)}, rateAttrs(gtp5gnl.QER_MBR, 0, 18000)...), rateAttrs(gtp5gnl.QER_GBR, 0, 15000)...),
-		4: append(append([]nl.Attr{gate, qfi(3)}, rateAttrs(gtp5gnl.QER_MBR, 0, 6000)...), rateAttrs(gtp5gnl.QER_GBR, 0, 5000)...),
-		5: append([]nl.Attr{gate, qfi(4)}, rateAttrs(gtp5gnl.QER_MBR, 0, 30000)...),
+		3: {gate, qfi(2), gtp5gtest.Rate(gtp5gnl.QER_MBR, 0, 18000), gtp5gtest.Rate(gtp5gnl.QER_GBR, 0, 15000)},
+		4: {gate, qfi(3), gtp5gtest.Rate(gtp5gnl.QER_MBR, 0, 6000), gtp5gtest.Rate(gtp5gnl.QER_GBR, 0, 5000)},
+		5: {gate, qfi(4), gtp5gtest.Rate(gtp5gnl.QER_MBR, 0, 30000)},
 	}
 	for id := 1; id <= 5; id++ {
-		must(fmt.Sprintf("QER %d", id), gtp5gnl.CreateQEROID(c, link, gtp5gnl.OID{s, uint64(id)}, qers[id]))
+		must(fmt.Sprintf("QER %d", id), gtp5gnl.CreateQEROID(r.Client(), r.Link, gtp5gnl.OID{s, uint64(id)}, qers[id]))
 	}
 	for id := 1; id <= 8; id++ {
-		attrs := []nl.Attr{{Type: gtp5gnl.FAR_APPLY_ACTION, Value: nl.AttrU16(0x02)}}
+		attrs := gtp5gtest.FARForward(0, "")
 		if id%2 == 0 {
-			attrs = append(attrs, nl.Attr{Type: gtp5gnl.FAR_FORWARDING_PARAMETER, Value: nl.AttrList{{
-				Type: gtp5gnl.FORWARDING_PARAMETER_OUTER_HEADER_CREATION, Value: nl.AttrList{
-					{Type: gtp5gnl.OUTER_HEADER_CREATION_DESCRIPTION, Value: nl.AttrU16(0x0100)},
-					{Type: gtp5gnl.OUTER_HEADER_CREATION_O_TEID, Value: nl.AttrU32(uint32(1000 + s))},
-					{Type: gtp5gnl.OUTER_HEADER_CREATION_PORT, Value: nl.AttrU16(2152)},
-					{Type: gtp5gnl.OUTER_HEADER_CREATION_PEER_ADDR_IPV4, Value: nl.AttrBytes(net.IPv4(127, 0, 0, 2).To4())},
-				}}}})
+			attrs = gtp5gtest.FARForward(uint32(1000+s), "127.0.0.2")
 		}
-		must(fmt.Sprintf("FAR %d", id), gtp5gnl.CreateFAROID(c, link, gtp5gnl.OID{s, uint64(id)}, attrs))
+		must(fmt.Sprintf("FAR %d", id), gtp5gnl.CreateFAROID(r.Client(), r.Link, gtp5gnl.OID{s, uint64(id)}, attrs))
 	}
 	ue := net.IPv4(10, 60, 0, 1).To4()
 	dns := map[int]net.IP{3: net.IPv4(192, 168, 100, 2), 5: net.IPv4(192, 168, 100, 4), 7: net.IPv4(192, 168, 100, 5)}
@@ -469,13 +408,13 @@ func programSession(t *testing.T, c *gtp5gnl.Client, link *gtp5gnl.Link, s uint6
 		}
 		var pdi nl.AttrList
 		if ul {
-			pdi = append(pdi, nl.Attr{Type: pdiSrcIntf, Value: nl.AttrU8(0)},
+			pdi = append(pdi, nl.Attr{Type: gtp5gtest.PDISrcIntf, Value: nl.AttrU8(0)},
 				nl.Attr{Type: gtp5gnl.PDI_F_TEID, Value: nl.AttrList{
 					{Type: gtp5gnl.F_TEID_I_TEID, Value: nl.AttrU32(uint32(2000 + s))},
 					{Type: gtp5gnl.F_TEID_GTPU_ADDR_IPV4, Value: nl.AttrBytes(net.IPv4(127, 0, 0, 1).To4())},
 				}})
 		} else {
-			pdi = append(pdi, nl.Attr{Type: pdiSrcIntf, Value: nl.AttrU8(1)})
+			pdi = append(pdi, nl.Attr{Type: gtp5gtest.PDISrcIntf, Value: nl.AttrU8(1)})
 		}
 		pdi = append(pdi, nl.Attr{Type: gtp5gnl.PDI_UE_ADDR_IPV4, Value: nl.AttrBytes(ue)})
 		if dn, ok := dns[base]; ok {
@@ -509,70 +448,6 @@ func programSession(t *testing.T, c *gtp5gnl.Client, link *gtp5gnl.Link, s uint6
 		for _, q := range qerIDs[base] {
 			attrs = append(attrs, nl.Attr{Type: gtp5gnl.PDR_QER_ID, Value: nl.AttrU32(q)})
 		}
-		must(fmt.Sprintf("PDR %d", id), gtp5gnl.CreatePDROID(c, link, gtp5gnl.OID{s, uint64(id)}, attrs))
+		must(fmt.Sprintf("PDR %d", id), gtp5gnl.CreatePDROID(r.Client(), r.Link, gtp5gnl.OID{s, uint64(id)}, attrs))
 	}
 }
-
-// inNS runs f on a locked thread inside the namespace.
-func inNS(h netns.NsHandle, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(h); err != nil {
-			errc <- err
-			return
-		}
-		ferr := f()
-		if err := netns.Set(orig); err != nil {
-			errc <- err // the thread stays locked and dies with the goroutine
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
-
-// createLink sends RTM_NEWLINK for a gtp5g device (UPF role) backed by the
-// UDP socket fd, in the calling thread's namespace.
-func createLink(name string, fd int) error {
-	c, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ae := netlink.NewAttributeEncoder()
-	ae.String(unix.IFLA_IFNAME, name)
-	ae.Nested(unix.IFLA_LINKINFO, func(li *netlink.AttributeEncoder) error {
-		li.String(unix.IFLA_INFO_KIND, "gtp5g")
-		li.Nested(unix.IFLA_INFO_DATA, func(d *netlink.AttributeEncoder) error {
-			d.Uint32(gtp5gnl.IFLA_FD1, uint32(fd))
-			d.Uint32(gtp5gnl.IFLA_HASHSIZE, 1024)
-			d.Uint32(gtp5gnl.IFLA_ROLE, 0)
-			return nil
-		})
-		return nil
-	})
-	attrs, err := ae.Encode()
-	if err != nil {
-		return err
-	}
-	_, err = c.Execute(netlink.Message{
-		Header: netlink.Header{Type: unix.RTM_NEWLINK, Flags: netlink.Request | netlink.Acknowledge | netlink.Create | netlink.Excl},
-		Data:   append(make([]byte, unix.SizeofIfInfomsg), attrs...),
-	})
-	if err != nil {
-		return fmt.Errorf("RTM_NEWLINK %s (kind gtp5g): %w", name, err)
-	}
-	return nil
-}
-
-// pdiSrcIntf is gtp5g's GTP5G_PDI_SRC_INTF (4): go-gtp5gnl v1.4.6 has no
-// name for it (later versions, which go-upf uses, call it PDI_SRC_INTF).
-const pdiSrcIntf = 4

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/free5gc/gtpqos/internal/gtp5gtest"
 	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/shaper"
@@ -67,11 +68,6 @@ func TestVMStockGtp5g(t *testing.T) {
 	}
 }
 
-func runIP(args ...string) (string, error) {
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	return string(out), err
-}
-
 // The seed's table in the VM (DESIGN.md, "aware HTB, QFI read by u32").
 var vmTable = map[string]float64{"A": 16.796e6, "B": 5.599e6, "C": 5.599e6}
 
@@ -92,40 +88,40 @@ func TestStockGtp5gGuest(t *testing.T) {
 		}
 		scale = f
 	}
-	gnb, dn := testenv.NewNetNS(t), testenv.NewNetNS(t)
+	root := gtp5gtest.Root()
+	gnb, dn := gtp5gtest.In("gnb", testenv.NewNetNS(t)), gtp5gtest.In("dn", testenv.NewNetNS(t))
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ipIn(t, nil, "link", "add", "n3", "type", "veth", "peer", "name", "n3g", "netns", gnb.Name)
-	t.Cleanup(func() { _, _ = runIP("link", "del", "n3") })
-	ipIn(t, nil, "link", "add", "n6", "type", "veth", "peer", "name", "n6d", "netns", dn.Name)
-	t.Cleanup(func() { _, _ = runIP("link", "del", "n6") })
-	ipIn(t, nil, "addr", "add", "10.100.0.1/24", "dev", "n3")
-	ipIn(t, nil, "addr", "add", "10.200.0.1/24", "dev", "n6")
-	ipIn(t, nil, "link", "set", "n3", "up")
-	ipIn(t, nil, "link", "set", "n6", "up")
-	ipIn(t, gnb, "addr", "add", "10.100.0.2/24", "dev", "n3g")
-	ipIn(t, gnb, "link", "set", "n3g", "up")
-	ipIn(t, gnb, "addr", "add", "10.60.0.1/32", "dev", "lo")
+	root.IP(t, "link", "add", "n3", "type", "veth", "peer", "name", "n3g", "netns", gnb.NetNS.Name)
+	t.Cleanup(func() { _, _ = root.TryIP("link", "del", "n3") })
+	root.IP(t, "link", "add", "n6", "type", "veth", "peer", "name", "n6d", "netns", dn.NetNS.Name)
+	t.Cleanup(func() { _, _ = root.TryIP("link", "del", "n6") })
+	root.IP(t, "addr", "add", "10.100.0.1/24", "dev", "n3")
+	root.IP(t, "addr", "add", "10.200.0.1/24", "dev", "n6")
+	root.IP(t, "link", "set", "n3", "up")
+	root.IP(t, "link", "set", "n6", "up")
+	gnb.IP(t, "addr", "add", "10.100.0.2/24", "dev", "n3g")
+	gnb.IP(t, "link", "set", "n3g", "up")
+	gnb.IP(t, "addr", "add", "10.60.0.1/32", "dev", "lo")
 	for _, a := range []string{"10.200.0.2/24", "10.200.0.3/24", "10.200.0.4/24"} {
-		ipIn(t, dn, "addr", "add", a, "dev", "n6d")
+		dn.IP(t, "addr", "add", a, "dev", "n6d")
 	}
-	ipIn(t, dn, "link", "set", "n6d", "up")
-	ipIn(t, dn, "route", "add", "10.60.0.0/16", "via", "10.200.0.1")
+	dn.IP(t, "link", "set", "n6d", "up")
+	dn.IP(t, "route", "add", "10.60.0.0/16", "via", "10.200.0.1")
 
-	addGtp5gLink(t, nil, "upfgtp", gtp5gRoleUPF)
-	t.Cleanup(func() { _, _ = runIP("link", "del", "upfgtp") })
-	ipIn(t, nil, "route", "add", "10.60.0.0/16", "dev", "upfgtp")
-	addGtp5gLink(t, gnb, "rangtp", gtp5gRoleRAN)
-	ipIn(t, gnb, "route", "add", "10.200.0.0/16", "dev", "rangtp")
+	root.AddLink(t, "upfgtp", gtp5gtest.RoleUPF)
+	root.IP(t, "route", "add", "10.60.0.0/16", "dev", "upfgtp")
+	gnb.AddLink(t, "rangtp", gtp5gtest.RoleRAN)
+	gnb.IP(t, "route", "add", "10.200.0.0/16", "dev", "rangtp")
 
 	// gNB: downlink F-TEID 100 (no UE IP: an F-TEID PDR is matched as
 	// uplink against the inner source), uplink toward the UPF's TEID 200.
-	ran := dialRules(t, gnb, "rangtp")
-	ran.addFAR(t, 0, 1, 0, "")
-	ran.addFAR(t, 0, 2, 200, "10.100.0.1")
-	ran.addPDR(t, 0, 1, pdr{srcIntf: 0, fteid: 100, fteidAddr: "10.100.0.2", ohr: true, farID: 1})
-	ran.addPDR(t, 0, 2, pdr{srcIntf: 1, ueIP: "10.60.0.1", farID: 2})
+	ran := gnb.DialRules(t, "rangtp")
+	ran.AddFAR(t, 0, 1, gtp5gtest.FARForward(0, ""))
+	ran.AddFAR(t, 0, 2, gtp5gtest.FARForward(200, "10.100.0.1"))
+	ran.AddPDR(t, 0, 1, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcAccess, FTEID: 100, FTEIDAddr: "10.100.0.2", OHR: true, FARID: 1})
+	ran.AddPDR(t, 0, 2, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", FARID: 2})
 
 	// UPF: session 1, one downlink PDR/FAR/QER per flow (FAR: TEID 100
 	// toward the gNB), one uplink PDR (F-TEID 200) for iperf3's control.
@@ -136,18 +132,20 @@ func TestStockGtp5gGuest(t *testing.T) {
 		gbr, mbr float64
 	}
 	flows := []fl{{"A", "10.200.0.2", 2, 15e6, 18e6}, {"B", "10.200.0.3", 3, 5e6, 6e6}, {"C", "10.200.0.4", 4, 0, 30e6}}
-	upf := dialRules(t, nil, "upfgtp")
+	upf := root.DialRules(t, "upfgtp")
 	var sf []shaper.Flow
 	for i, f := range flows {
 		id := i + 1
-		upf.addQER(t, 1, id, f.qfi, uint64(f.gbr*scale/1000), uint64(f.mbr*scale/1000))
-		upf.addFAR(t, 1, id, 100, "10.100.0.2")
-		upf.addPDR(t, 1, id, pdr{srcIntf: 1, ueIP: "10.60.0.1", sdfSrc: f.dn, farID: uint32(id), qerID: uint32(id)})
+		upf.AddQER(t, 1, id, gtp5gtest.QER{QFI: f.qfi, GBRKbps: uint64(f.gbr * scale / 1000), MBRKbps: uint64(f.mbr * scale / 1000)})
+		upf.AddFAR(t, 1, id, gtp5gtest.FARForward(100, "10.100.0.2"))
+		upf.AddPDR(t, 1, id, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", SDFSrc: f.dn,
+			FARID: uint32(id), QERIDs: []uint32{uint32(id)}})
 		sf = append(sf, shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: uint32(id)}, Name: f.name, QFI: f.qfi,
 			Direction: shaper.Downlink, GBR: uint64(f.gbr * scale), MBR: uint64(f.mbr * scale), TEID: 100})
 	}
-	upf.addFAR(t, 1, 4, 0, "")
-	upf.addPDR(t, 1, 4, pdr{srcIntf: 0, fteid: 200, fteidAddr: "10.100.0.1", ohr: true, farID: 4, qerID: 1})
+	upf.AddFAR(t, 1, 4, gtp5gtest.FARForward(0, ""))
+	upf.AddPDR(t, 1, 4, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcAccess, FTEID: 200, FTEIDAddr: "10.100.0.1", OHR: true,
+		FARID: 4, QERIDs: []uint32{1}})
 
 	// The aware tree on N3, classified by (TEID, QFI) from the GTP-U header.
 	pol := shaper.DefaultPolicy(uint64(linkRate * scale))
@@ -184,7 +182,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 	t.Logf("%v", res)
 
 	const dur, head, tail = 20, 3, 2
-	got := iperf3Downlink(t, gnb, dn, []string{flows[0].dn, flows[1].dn, flows[2].dn}, 30e6*scale, dur, head, tail)
+	got := iperf3Downlink(t, gnb.NetNS, dn.NetNS, []string{flows[0].dn, flows[1].dn, flows[2].dn}, 30e6*scale, dur, head, tail)
 	t.Logf("aware, gtpu classifier, real gtp5g: A %s  B %s  C %s (scale %g)", mbit(got[0]), mbit(got[1]), mbit(got[2]), scale)
 	for i, f := range flows {
 		want := vmTable[f.name] * scale

@@ -1,8 +1,6 @@
 package vm
 
 import (
-	"fmt"
-	"os/exec"
 	"sort"
 	"testing"
 
@@ -109,13 +107,4 @@ func (m *markCounters) packets(t *testing.T) map[uint32]uint64 {
 		out[mark] = byMinor[minor]
 	}
 	return out
-}
-
-// runCmd runs a command and returns its combined output.
-func runCmd(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s: %w", name, err)
-	}
-	return string(out), nil
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/internal/gtp5gtest"
 	"github.com/free5gc/gtpqos/internal/testenv"
 )
 
@@ -56,9 +57,9 @@ func requireGtp5gGuest(t *testing.T) {
 // The seed's three downlink flows (DN endpoint, QFI, GBR/MBR in kbit/s),
 // plus a second UE whose only flow is also on QFI 2.
 var (
-	flowA = qerSpec{qfi: 2, gbrKbps: 15000, mbrKbps: 18000}
-	flowB = qerSpec{qfi: 3, gbrKbps: 5000, mbrKbps: 6000}
-	flowC = qerSpec{qfi: 4, mbrKbps: 30000}
+	flowA = gtp5gtest.QER{QFI: 2, GBRKbps: 15000, MBRKbps: 18000}
+	flowB = gtp5gtest.QER{QFI: 3, GBRKbps: 5000, MBRKbps: 6000}
+	flowC = gtp5gtest.QER{QFI: 4, MBRKbps: 30000}
 )
 
 // Packets per flow and phase: distinct counts so a misclassified flow shows.
@@ -76,8 +77,8 @@ const (
 // UEs in netns gnb (rangtp in RAN role, 10.60.0.1 and 10.60.0.2 on lo),
 // DN in netns dn (10.200.0.2/.3/.4).
 type gtp5gLab struct {
-	root, gnb, dn nsRef
-	upf, ran      *gtp5gRules
+	root, gnb, dn gtp5gtest.NS
+	upf, ran      *gtp5gtest.Rules
 
 	ueA, ueB, ueC, ue2, dnUL *udpCounter
 	sA, sB, sC, s2, sUL      *udpSender
@@ -86,52 +87,52 @@ type gtp5gLab struct {
 func newGtp5gLab(t *testing.T) *gtp5gLab {
 	t.Helper()
 	l := &gtp5gLab{
-		root: nsRef{name: "root"},
-		gnb:  nsRef{name: "gnb", ns: testenv.NewNetNS(t)},
-		dn:   nsRef{name: "dn", ns: testenv.NewNetNS(t)},
+		root: gtp5gtest.Root(),
+		gnb:  gtp5gtest.In("gnb", testenv.NewNetNS(t)),
+		dn:   gtp5gtest.In("dn", testenv.NewNetNS(t)),
 	}
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644); err != nil {
 		t.Fatalf("enable forwarding: %v", err)
 	}
 	// N3: root n3 <-> gnb n3g; N6: root n6 <-> dn n6d.
-	l.root.ip(t, "link", "add", "n3", "type", "veth", "peer", "name", "n3g")
-	t.Cleanup(func() { _, _ = l.root.tryIP("link", "del", "n3") })
-	l.root.ip(t, "link", "set", "n3g", "netns", l.gnb.ns.Name)
-	l.root.ip(t, "link", "add", "n6", "type", "veth", "peer", "name", "n6d")
-	t.Cleanup(func() { _, _ = l.root.tryIP("link", "del", "n6") })
-	l.root.ip(t, "link", "set", "n6d", "netns", l.dn.ns.Name)
-	l.root.ip(t, "addr", "add", "10.100.0.1/24", "dev", "n3")
-	l.root.ip(t, "addr", "add", "10.200.0.1/24", "dev", "n6")
-	l.root.ip(t, "link", "set", "n3", "up")
-	l.root.ip(t, "link", "set", "n6", "up")
-	l.gnb.ip(t, "addr", "add", "10.100.0.2/24", "dev", "n3g")
-	l.gnb.ip(t, "link", "set", "n3g", "up")
-	l.gnb.ip(t, "addr", "add", "10.60.0.1/32", "dev", "lo")
-	l.gnb.ip(t, "addr", "add", "10.60.0.2/32", "dev", "lo")
+	l.root.IP(t, "link", "add", "n3", "type", "veth", "peer", "name", "n3g")
+	t.Cleanup(func() { _, _ = l.root.TryIP("link", "del", "n3") })
+	l.root.IP(t, "link", "set", "n3g", "netns", l.gnb.NetNS.Name)
+	l.root.IP(t, "link", "add", "n6", "type", "veth", "peer", "name", "n6d")
+	t.Cleanup(func() { _, _ = l.root.TryIP("link", "del", "n6") })
+	l.root.IP(t, "link", "set", "n6d", "netns", l.dn.NetNS.Name)
+	l.root.IP(t, "addr", "add", "10.100.0.1/24", "dev", "n3")
+	l.root.IP(t, "addr", "add", "10.200.0.1/24", "dev", "n6")
+	l.root.IP(t, "link", "set", "n3", "up")
+	l.root.IP(t, "link", "set", "n6", "up")
+	l.gnb.IP(t, "addr", "add", "10.100.0.2/24", "dev", "n3g")
+	l.gnb.IP(t, "link", "set", "n3g", "up")
+	l.gnb.IP(t, "addr", "add", "10.60.0.1/32", "dev", "lo")
+	l.gnb.IP(t, "addr", "add", "10.60.0.2/32", "dev", "lo")
 	for _, a := range []string{"10.200.0.2/24", "10.200.0.3/24", "10.200.0.4/24"} {
-		l.dn.ip(t, "addr", "add", a, "dev", "n6d")
+		l.dn.IP(t, "addr", "add", a, "dev", "n6d")
 	}
-	l.dn.ip(t, "link", "set", "n6d", "up")
-	l.dn.ip(t, "route", "add", "10.60.0.0/16", "via", "10.200.0.1")
+	l.dn.IP(t, "link", "set", "n6d", "up")
+	l.dn.IP(t, "route", "add", "10.60.0.0/16", "via", "10.200.0.1")
 
-	l.root.addGtp5gLink(t, "upfgtp", gtp5gRoleUPF)
-	l.root.ip(t, "route", "add", "10.60.0.0/16", "dev", "upfgtp")
-	l.gnb.addGtp5gLink(t, "rangtp", gtp5gRoleRAN)
-	l.gnb.ip(t, "route", "add", "10.200.0.0/16", "dev", "rangtp")
+	l.root.AddLink(t, "upfgtp", gtp5gtest.RoleUPF)
+	l.root.IP(t, "route", "add", "10.60.0.0/16", "dev", "upfgtp")
+	l.gnb.AddLink(t, "rangtp", gtp5gtest.RoleRAN)
+	l.gnb.IP(t, "route", "add", "10.200.0.0/16", "dev", "rangtp")
 
-	l.upf = l.root.dialRules(t, "upfgtp")
-	l.ran = l.gnb.dialRules(t, "rangtp")
+	l.upf = l.root.DialRules(t, "upfgtp")
+	l.ran = l.gnb.DialRules(t, "rangtp")
 
-	l.ueA = l.gnb.listenUDP(t, "10.60.0.1:5201")
-	l.ueB = l.gnb.listenUDP(t, "10.60.0.1:5202")
-	l.ueC = l.gnb.listenUDP(t, "10.60.0.1:5203")
-	l.ue2 = l.gnb.listenUDP(t, "10.60.0.2:5204")
-	l.dnUL = l.dn.listenUDP(t, "10.200.0.2:6000")
-	l.sA = l.dn.dialUDP(t, "10.200.0.2:7001", "10.60.0.1:5201")
-	l.sB = l.dn.dialUDP(t, "10.200.0.3:7002", "10.60.0.1:5202")
-	l.sC = l.dn.dialUDP(t, "10.200.0.4:7003", "10.60.0.1:5203")
-	l.s2 = l.dn.dialUDP(t, "10.200.0.2:7004", "10.60.0.2:5204")
-	l.sUL = l.gnb.dialUDP(t, "10.60.0.1:7005", "10.200.0.2:6000")
+	l.ueA = listenUDP(t, l.gnb, "10.60.0.1:5201")
+	l.ueB = listenUDP(t, l.gnb, "10.60.0.1:5202")
+	l.ueC = listenUDP(t, l.gnb, "10.60.0.1:5203")
+	l.ue2 = listenUDP(t, l.gnb, "10.60.0.2:5204")
+	l.dnUL = listenUDP(t, l.dn, "10.200.0.2:6000")
+	l.sA = dialUDP(t, l.dn, "10.200.0.2:7001", "10.60.0.1:5201")
+	l.sB = dialUDP(t, l.dn, "10.200.0.3:7002", "10.60.0.1:5202")
+	l.sC = dialUDP(t, l.dn, "10.200.0.4:7003", "10.60.0.1:5203")
+	l.s2 = dialUDP(t, l.dn, "10.200.0.2:7004", "10.60.0.2:5204")
+	l.sUL = dialUDP(t, l.gnb, "10.60.0.1:7005", "10.200.0.2:6000")
 	return l
 }
 
@@ -140,11 +141,11 @@ func newGtp5gLab(t *testing.T) *gtp5gLab {
 // uplink PDR on the UE address encapsulating toward the UPF with TEID 200.
 func (l *gtp5gLab) programRAN(t *testing.T) {
 	t.Helper()
-	l.ran.addFAR(t, 0, 1, farForward(0, ""))
-	l.ran.addFAR(t, 0, 2, farForward(200, "10.100.0.1"))
-	l.ran.addPDR(t, 0, 1, pdrSpec{precedence: 10, srcIntf: srcAccess, fteid: 100, fteidAddr: "10.100.0.2", ohr: true, farID: 1})
-	l.ran.addPDR(t, 0, 2, pdrSpec{precedence: 10, srcIntf: srcAccess, fteid: 101, fteidAddr: "10.100.0.2", ohr: true, farID: 1})
-	l.ran.addPDR(t, 0, 3, pdrSpec{precedence: 10, srcIntf: srcCore, ueIP: "10.60.0.1", farID: 2})
+	l.ran.AddFAR(t, 0, 1, gtp5gtest.FARForward(0, ""))
+	l.ran.AddFAR(t, 0, 2, gtp5gtest.FARForward(200, "10.100.0.1"))
+	l.ran.AddPDR(t, 0, 1, gtp5gtest.PDR{Precedence: 10, SrcIntf: gtp5gtest.SrcAccess, FTEID: 100, FTEIDAddr: "10.100.0.2", OHR: true, FARID: 1})
+	l.ran.AddPDR(t, 0, 2, gtp5gtest.PDR{Precedence: 10, SrcIntf: gtp5gtest.SrcAccess, FTEID: 101, FTEIDAddr: "10.100.0.2", OHR: true, FARID: 1})
+	l.ran.AddPDR(t, 0, 3, gtp5gtest.PDR{Precedence: 10, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", FARID: 2})
 }
 
 // ruleKey identifies one event or rule for comparison.
@@ -165,31 +166,31 @@ func (l *gtp5gLab) programUPF(t *testing.T) []ruleKey {
 	add := func(kind string, seid uint64, id int) {
 		want = append(want, ruleKey{"add", kind, seid, uint32(id)})
 	}
-	for i, q := range []qerSpec{flowA, flowB, flowC} {
-		l.upf.addQER(t, 1, i+1, q)
+	for i, q := range []gtp5gtest.QER{flowA, flowB, flowC} {
+		l.upf.AddQER(t, 1, i+1, q)
 		add("qer", 1, i+1)
 	}
 	for i := 1; i <= 3; i++ {
-		l.upf.addFAR(t, 1, i, farForward(100, "10.100.0.2"))
+		l.upf.AddFAR(t, 1, i, gtp5gtest.FARForward(100, "10.100.0.2"))
 		add("far", 1, i)
 	}
-	l.upf.addFAR(t, 1, 4, farForward(0, ""))
+	l.upf.AddFAR(t, 1, 4, gtp5gtest.FARForward(0, ""))
 	add("far", 1, 4)
 	for i, src := range []string{"10.200.0.2", "10.200.0.3", "10.200.0.4"} {
-		l.upf.addPDR(t, 1, i+1, pdrSpec{precedence: 32, srcIntf: srcCore, ueIP: "10.60.0.1", sdfSrc: src,
-			farID: uint32(i + 1), qerIDs: []uint32{uint32(i + 1)}})
+		l.upf.AddPDR(t, 1, i+1, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", SDFSrc: src,
+			FARID: uint32(i + 1), QERIDs: []uint32{uint32(i + 1)}})
 		add("pdr", 1, i+1)
 	}
-	l.upf.addPDR(t, 1, 4, pdrSpec{precedence: 32, srcIntf: srcAccess, fteid: 200, fteidAddr: "10.100.0.1", ohr: true,
-		farID: 4, qerIDs: []uint32{1}})
+	l.upf.AddPDR(t, 1, 4, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcAccess, FTEID: 200, FTEIDAddr: "10.100.0.1", OHR: true,
+		FARID: 4, QERIDs: []uint32{1}})
 	add("pdr", 1, 4)
 
-	l.upf.addQER(t, 2, 1, flowA)
+	l.upf.AddQER(t, 2, 1, flowA)
 	add("qer", 2, 1)
-	l.upf.addFAR(t, 2, 1, farForward(101, "10.100.0.2"))
+	l.upf.AddFAR(t, 2, 1, gtp5gtest.FARForward(101, "10.100.0.2"))
 	add("far", 2, 1)
-	l.upf.addPDR(t, 2, 1, pdrSpec{precedence: 32, srcIntf: srcCore, ueIP: "10.60.0.2", sdfSrc: "10.200.0.2",
-		farID: 1, qerIDs: []uint32{1}})
+	l.upf.AddPDR(t, 2, 1, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.2", SDFSrc: "10.200.0.2",
+		FARID: 1, QERIDs: []uint32{1}})
 	add("pdr", 2, 1)
 	return want
 }
@@ -456,7 +457,7 @@ func TestGtp5gGuest(t *testing.T) {
 	}
 
 	t.Run("update", func(t *testing.T) {
-		l.upf.updateQER(t, 1, 2, qerSpec{qfi: 3, gbrKbps: 5000, mbrKbps: 7000})
+		l.upf.UpdateQER(t, 1, 2, gtp5gtest.QER{QFI: 3, GBRKbps: 5000, MBRKbps: 7000})
 		got := events.expect(t, "update", []ruleKey{{"update", "qer", 1, 2}})
 		if q := got[0].QER; q.MBR.Downlink != 7_000_000 || q.FlowMark != mB {
 			t.Errorf("update event QER(1,2): MBR dl %d flow mark %d, want 7000000 and unchanged %d", q.MBR.Downlink, q.FlowMark, mB)
@@ -468,7 +469,7 @@ func TestGtp5gGuest(t *testing.T) {
 
 	t.Run("policer", func(t *testing.T) {
 		// Flow B's MBR down to 1 Mbit/s; offer a few Mbit/s for ~2 s.
-		l.upf.updateQER(t, 1, 2, qerSpec{qfi: 3, gbrKbps: 500, mbrKbps: 1000})
+		l.upf.UpdateQER(t, 1, 2, gtp5gtest.QER{QFI: 3, GBRKbps: 500, MBRKbps: 1000})
 		events.expect(t, "policer update", []ruleKey{{"update", "qer", 1, 2}})
 		const burst = 600
 		for _, on := range []bool{true, false} {
@@ -512,9 +513,9 @@ func TestGtp5gGuest(t *testing.T) {
 	})
 
 	t.Run("delete", func(t *testing.T) {
-		l.upf.remove(t, "pdr", 2, 1)
-		l.upf.remove(t, "far", 2, 1)
-		l.upf.remove(t, "qer", 2, 1)
+		l.upf.Remove(t, "pdr", 2, 1)
+		l.upf.Remove(t, "far", 2, 1)
+		l.upf.Remove(t, "qer", 2, 1)
 		got := events.expect(t, "deletes", []ruleKey{{"delete", "pdr", 2, 1}, {"delete", "far", 2, 1}, {"delete", "qer", 2, 1}})
 		if p := got[0].PDR; p.FlowMark != m2 || p.QFI != 2 || !p.PDI.UEAddr.IsValid() {
 			t.Errorf("delete event PDR(2,1): %+v, want its last state (QFI 2, flow mark %d, UE address)", p, m2)
