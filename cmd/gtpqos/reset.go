@@ -76,10 +76,10 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 //     gtpubpf.NamePrefix+...) on the egress and ingress hooks: the stock-gtp5g
 //     GTP-U classifier's gtpu_egress / gtpu_ingress on N3 and mark_egress on
 //     N6. Filters of any other name or priority are left alone.
-//   - the clsact qdisc, only when it held one of our filters and is empty
-//     once they are gone (gtpubpf adds it only where none exists, and a
-//     separate process cannot tell who added it; a clsact with anyone
-//     else's filter on it stays).
+//   - the clsact qdisc, only when gtpqos added it (its filters' names end in
+//     gtpubpf.ClsactOwnedSuffix) and it is empty once they are gone; a
+//     clsact that was there before gtpqos, or that holds anyone else's
+//     filter, stays.
 //   - the HTB tree rooted at shaper.OwnedMajor (with the fw/bpf mark
 //     classifier under it). A foreign root qdisc stays.
 func resetDevice(ctx context.Context, h *netlink.Handle, dev string) ([]string, error) {
@@ -99,13 +99,13 @@ func resetDevice(ctx context.Context, h *netlink.Handle, dev string) ([]string, 
 			return lines, err
 		}
 		for _, f := range fs {
-			a := gtpubpf.Attachment{LinkIndex: link.Attrs().Index, LinkName: dev, Hook: hook, Name: f.Name, ProgramID: uint32(f.Id), CreatedClsact: true}
+			a := gtpubpf.Attachment{LinkIndex: link.Attrs().Index, LinkName: dev, Hook: hook, Name: f.Name, ProgramID: uint32(f.Id)}
 			if err := gtpubpf.Detach(h, a); err != nil {
 				return lines, fmt.Errorf("dev %s: remove clsact %s filter %s: %w", dev, hook, f.Name, err)
 			}
 			removedFilter = true
 			note := ""
-			if f.Name == gtpubpf.FilterUplinkN3 {
+			if gtpubpf.BaseName(f.Name) == gtpubpf.FilterUplinkN3 {
 				note = "; the N6 tree's uplink flows lose their marks and reach its default class"
 			}
 			lines = append(lines, fmt.Sprintf("dev %s: removed clsact %s filter %s (BPF program %d, GTP-U classifier%s)", dev, hook, f.Name, f.Id, note))

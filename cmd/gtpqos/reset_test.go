@@ -93,14 +93,18 @@ func (l *stockLab) tc(t *testing.T, args ...string) string {
 }
 
 func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
-	for _, foreign := range []bool{false, true} {
-		name := "own-clsact"
-		if foreign {
-			name = "foreign-clsact"
-		}
+	for _, name := range []string{"own-clsact", "foreign-clsact", "foreign-empty-clsact"} {
+		foreign := name != "own-clsact"
 		t.Run(name, func(t *testing.T) {
 			l := newStockLab(t)
-			if foreign {
+			if name == "foreign-empty-clsact" {
+				// Someone else's clsact with nothing on it yet: it must
+				// survive the reset even though only gtpqos filters hung on it.
+				for _, dev := range []string{l.n3, l.n6} {
+					l.ns.Run(t, "tc", "qdisc", "add", "dev", dev, "clsact")
+				}
+			}
+			if name == "foreign-clsact" {
 				// Someone else's clsact and filters on N3 (both hooks) and N6.
 				for _, dev := range []string{l.n3, l.n6} {
 					l.ns.Run(t, "tc", "qdisc", "add", "dev", dev, "clsact")
@@ -114,7 +118,7 @@ func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
 			}
 			before := map[string]state{l.n3: read(l.n3), l.n6: read(l.n6)}
 			// (u32 lists every hash table of the clsact on both hooks.)
-			if foreign && (!strings.Contains(before[l.n3].ingress, "c0000202") || !strings.Contains(before[l.n6].egress, "c0000201")) {
+			if name == "foreign-clsact" && (!strings.Contains(before[l.n3].ingress, "c0000202") || !strings.Contains(before[l.n6].egress, "c0000201")) {
 				t.Fatalf("foreign filters missing from the baseline: %+v", before)
 			}
 

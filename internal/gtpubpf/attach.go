@@ -20,7 +20,15 @@ const (
 	FilterHandle uint32 = 1
 	// NamePrefix starts the name of every filter this package installs.
 	NamePrefix = "gtpqos-"
+	// ClsactOwnedSuffix ends the name of a filter whose clsact qdisc gtpqos
+	// added. It is how a later process (a restarted daemon, 'gtpqos reset')
+	// knows the clsact is gtpqos's to remove once empty: a clsact that was
+	// there before gtpqos stays.
+	ClsactOwnedSuffix = "+clsact"
 )
+
+// BaseName returns a gtpqos filter's name without ClsactOwnedSuffix.
+func BaseName(name string) string { return strings.TrimSuffix(name, ClsactOwnedSuffix) }
 
 // Hook is a clsact attachment point.
 type Hook uint8
@@ -89,6 +97,18 @@ func Attach(h *netlink.Handle, link netlink.Link, hook Hook, prog *ebpf.Program,
 	if old != nil && !strings.HasPrefix(old.Name, NamePrefix) {
 		return a, created, fmt.Errorf("dev %s: clsact %s priority %d holds filter %q that gtpqos does not own", attrs.Name, hook, FilterPriority, old.Name)
 	}
+	// Carry the clsact's ownership over from our filters already on it (an
+	// earlier run's, or ours on the other hook).
+	owned := created
+	if !owned {
+		if owned, err = clsactOwned(h, link); err != nil {
+			return a, false, err
+		}
+	}
+	if owned {
+		a.CreatedClsact = true
+		a.Name += ClsactOwnedSuffix
+	}
 	info, err := prog.Info()
 	if err != nil {
 		return a, created, fmt.Errorf("gtpu bpf: program %s: info: %w", name, err)
@@ -116,9 +136,10 @@ func Attach(h *netlink.Handle, link netlink.Link, hook Hook, prog *ebpf.Program,
 	return a, true, nil
 }
 
-// Detach removes the filter if it is still ours, then the clsact qdisc if
-// Attach created it and no other filter hangs on it. A device that is gone
-// is not an error.
+// Detach removes the filter if it is still ours (names are compared without
+// ClsactOwnedSuffix), then the clsact qdisc if gtpqos created it (a.CreatedClsact,
+// or the suffix on the filter found) and no other filter hangs on it. A
+// device that is gone is not an error.
 func Detach(h *netlink.Handle, a Attachment) error {
 	link, err := h.LinkByIndex(a.LinkIndex)
 	if err != nil {
@@ -132,12 +153,14 @@ func Detach(h *netlink.Handle, a Attachment) error {
 	if err != nil {
 		return err
 	}
-	if old != nil && old.Name == a.Name {
+	ownsClsact := a.CreatedClsact
+	if old != nil && BaseName(old.Name) == BaseName(a.Name) {
+		ownsClsact = ownsClsact || strings.HasSuffix(old.Name, ClsactOwnedSuffix)
 		if err := h.FilterDel(old); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("dev %s: detach %s from clsact %s: %w", a.LinkName, a.Name, a.Hook, err)
+			return fmt.Errorf("dev %s: detach %s from clsact %s: %w", a.LinkName, BaseName(a.Name), a.Hook, err)
 		}
 	}
-	if !a.CreatedClsact {
+	if !ownsClsact {
 		return nil
 	}
 	for _, hk := range []Hook{Egress, Ingress} {
@@ -192,6 +215,21 @@ func ensureClsact(h *netlink.Handle, link netlink.Link) (bool, error) {
 		return false, fmt.Errorf("dev %s: add clsact qdisc: %w", name, err)
 	}
 	return true, nil
+}
+
+// clsactOwned reports whether a gtpqos filter on either clsact hook of link
+// says gtpqos added the clsact qdisc (ClsactOwnedSuffix).
+func clsactOwned(h *netlink.Handle, link netlink.Link) (bool, error) {
+	for _, hk := range []Hook{Egress, Ingress} {
+		f, err := findFilter(h, link, hk)
+		if err != nil {
+			return false, err
+		}
+		if f != nil && strings.HasPrefix(f.Name, NamePrefix) && strings.HasSuffix(f.Name, ClsactOwnedSuffix) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // findFilter returns the cls_bpf filter at FilterPriority on the hook, or nil.

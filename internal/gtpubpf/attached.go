@@ -14,8 +14,9 @@ import (
 type Snapshot struct {
 	// ProgramID is the attached program's kernel id.
 	ProgramID uint32
-	// Filter is the filter's name (NamePrefix + "gtpu-egress", ...); empty
-	// for a snapshot of this process's own maps.
+	// Filter is the filter's name without ClsactOwnedSuffix (FilterDownlink,
+	// FilterUplinkN3 or FilterUplinkN6); empty for a snapshot of this
+	// process's own maps.
 	Filter string
 	// Downlink maps (TEID, QFI) to class ids, Uplink (TEID, QFI) to marks.
 	Downlink, Uplink map[Key]uint32
@@ -48,7 +49,7 @@ func ReadAttached(h *netlink.Handle, link netlink.Link, hook Hook) (*Snapshot, e
 	if !ok {
 		return nil, fmt.Errorf("dev %s: program %d: kernel does not report map ids", dev, f.Id)
 	}
-	s := &Snapshot{ProgramID: uint32(f.Id), Filter: f.Name, Downlink: map[Key]uint32{}, Uplink: map[Key]uint32{}, MarkClass: map[uint32]uint32{}}
+	s := &Snapshot{ProgramID: uint32(f.Id), Filter: BaseName(f.Name), Downlink: map[Key]uint32{}, Uplink: map[Key]uint32{}, MarkClass: map[uint32]uint32{}}
 	for _, id := range ids {
 		if err := s.readMap(id); err != nil {
 			return nil, fmt.Errorf("dev %s: program %d: %w", dev, f.Id, err)
