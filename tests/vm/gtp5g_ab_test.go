@@ -105,9 +105,11 @@ func pace(ctx context.Context, s *udpSender, mbps float64) (float64, error) {
 	}
 }
 
-// TestGtp5gGuestAB runs 'gtpqos ab --dev n3' with the seed's static and
-// aware arms on the real gtp5g datapath (mark mode qfi, cls_fw on the
-// marks), with the three downlink flows offered at abOfferMbps each.
+// TestGtp5gGuestAB runs 'gtpqos ab --dev n3' on the real gtp5g datapath
+// (mark mode qfi, cls_fw on the marks), with the three downlink flows
+// offered at abOfferMbps each, in four arms: the seed's static and aware
+// trees with gtp5g's native policer off, the native policer on with an HTB
+// tree that only counts (abArmPolicer), and aware + policer.
 func TestGtp5gGuestAB(t *testing.T) {
 	requireGtp5gGuest(t)
 	gtpqos := filepath.Join(os.Getenv("VM_WORK"), "gtpqos")
@@ -125,18 +127,23 @@ func TestGtp5gGuestAB(t *testing.T) {
 	l := newGtp5gLab(t)
 	l.programRAN(t)
 	l.programUPF(t)
+	l.scaleQERs(t)
 	setMarkMode(t, c, gtpnl.MarkQFI)
 	t.Cleanup(func() { _ = c.SetMarkMode(gtpnl.MarkOff) })
 
 	dir := t.TempDir()
-	arms := []string{}
+	files := map[string]string{}
 	for _, mode := range []string{"static", "aware"} {
 		p := filepath.Join(dir, mode+".yaml")
 		if err := os.WriteFile(p, []byte(abArmYAML(mode)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		arms = append(arms, mode+"="+p)
+		files[mode] = p
 	}
+	if _, err := os.Stat(abCountOnlyFile); err != nil {
+		t.Fatalf("count-only arm: %v", err)
+	}
+	arms := abArmSpecs(files["static"], files["aware"], abCountOnlyFile)
 	out := filepath.Join(dir, "out")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -204,4 +211,5 @@ func TestGtp5gGuestAB(t *testing.T) {
 	if b := got["aware"]["B"]; b <= 0 || b > 1.05*mbrB {
 		t.Errorf("aware arm: flow B %.3f Mbit/s, want at most its MBR %.1f (+5%%)", b, mbrB)
 	}
+	checkPolicerArms(t, got)
 }
