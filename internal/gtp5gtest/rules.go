@@ -78,34 +78,26 @@ func OID(seid uint64, id int) gtp5gnl.OID {
 // AddQER creates QER id of session seid.
 func (r *Rules) AddQER(tb testing.TB, seid uint64, id int, q QER) {
 	tb.Helper()
-	if err := gtp5gnl.CreateQEROID(r.Client(), r.Link, OID(seid, id), q.Attrs()); err != nil {
-		tb.Fatalf("%s/%s: add QER seid=%d id=%d: %v", r.NS, r.Link.Name, seid, id, err)
-	}
+	r.must(tb, "add QER", seid, id, gtp5gnl.CreateQEROID(r.Client(), r.Link, OID(seid, id), q.Attrs()))
 }
 
 // UpdateQER replaces QER id of session seid.
 func (r *Rules) UpdateQER(tb testing.TB, seid uint64, id int, q QER) {
 	tb.Helper()
-	if err := gtp5gnl.UpdateQEROID(r.Client(), r.Link, OID(seid, id), q.Attrs()); err != nil {
-		tb.Fatalf("%s/%s: update QER seid=%d id=%d: %v", r.NS, r.Link.Name, seid, id, err)
-	}
+	r.must(tb, "update QER", seid, id, gtp5gnl.UpdateQEROID(r.Client(), r.Link, OID(seid, id), q.Attrs()))
 }
 
 // AddFAR creates FAR id of session seid with the given attributes (see
 // FARForward).
 func (r *Rules) AddFAR(tb testing.TB, seid uint64, id int, attrs []nl.Attr) {
 	tb.Helper()
-	if err := gtp5gnl.CreateFAROID(r.Client(), r.Link, OID(seid, id), attrs); err != nil {
-		tb.Fatalf("%s/%s: add FAR seid=%d id=%d: %v", r.NS, r.Link.Name, seid, id, err)
-	}
+	r.must(tb, "add FAR", seid, id, gtp5gnl.CreateFAROID(r.Client(), r.Link, OID(seid, id), attrs))
 }
 
 // AddPDR creates PDR id of session seid.
 func (r *Rules) AddPDR(tb testing.TB, seid uint64, id int, p PDR) {
 	tb.Helper()
-	if err := gtp5gnl.CreatePDROID(r.Client(), r.Link, OID(seid, id), p.Attrs()); err != nil {
-		tb.Fatalf("%s/%s: add PDR seid=%d id=%d: %v", r.NS, r.Link.Name, seid, id, err)
-	}
+	r.must(tb, "add PDR", seid, id, gtp5gnl.CreatePDROID(r.Client(), r.Link, OID(seid, id), p.Attrs()))
 }
 
 // Remove deletes a PDR, FAR or QER (kind "pdr", "far" or "qer").
@@ -122,7 +114,14 @@ func (r *Rules) Remove(tb testing.TB, kind string, seid uint64, id int) {
 	default:
 		tb.Fatalf("remove: unknown rule kind %q", kind)
 	}
+	r.must(tb, "remove "+kind, seid, id, err)
+}
+
+// must fails the test if a rule operation failed, naming the namespace,
+// device and rule.
+func (r *Rules) must(tb testing.TB, what string, seid uint64, id int, err error) {
+	tb.Helper()
 	if err != nil {
-		tb.Fatalf("%s/%s: remove %s seid=%d id=%d: %v", r.NS, r.Link.Name, kind, seid, id, err)
+		tb.Fatalf("%s/%s: %s seid=%d id=%d: %v", r.NS, r.Link.Name, what, seid, id, err)
 	}
 }
