@@ -59,7 +59,8 @@ func leafOK(kind LeafKind, t *Tree, minor uint16, q netlink.Qdisc) bool {
 	}
 }
 
-// syncLeaves creates or replaces the leaf qdiscs of every leaf class.
+// syncLeaves creates or replaces the leaf qdiscs of every leaf class and
+// records what it wrote in st.byParent.
 func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired *Tree, st rootState, res *Result) error {
 	kind, err := r.leafKind(link, desired, st, res)
 	if err != nil {
@@ -83,11 +84,13 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 			if err := r.do(func() error { return r.h.QdiscReplace(nq) }); err != nil {
 				return fmt.Errorf("dev %s: leaf fq_codel under class %s: %w", r.dev, desired.Handle(c.Minor), err)
 			}
+			st.byParent[id] = nq
 		} else {
 			// Deleting the leaf makes HTB graft its default pfifo.
 			if err := r.do(func() error { return r.h.QdiscDel(q) }); err != nil {
 				return fmt.Errorf("dev %s: remove leaf %s under class %s: %w", r.dev, q.Type(), desired.Handle(c.Minor), err)
 			}
+			delete(st.byParent, id)
 		}
 		res.Leaves = append(res.Leaves, c.Minor)
 	}

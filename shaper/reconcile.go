@@ -29,6 +29,11 @@ type Reconciler struct {
 	writes     int
 	autoNotes  []string
 	classCache map[ClassifierKind]Classifier
+	// trust turns incremental mode on; mem is the tree the last
+	// successful Reconcile made true (nil: read the kernel next time).
+	trust bool
+	mem   *view
+	reads int
 }
 
 // Option configures a Reconciler.
@@ -47,6 +52,13 @@ func WithClassifier(c Classifier) Option { return func(r *Reconciler) { r.cls = 
 // WithLeaf forces a leaf qdisc kind instead of the desired tree's.
 func WithLeaf(k LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
 
+// WithTrustLastWrite turns incremental mode on (see Reconcile): after a
+// successful Reconcile the Reconciler remembers the tree it made true, and
+// the next Reconcile diffs against that memory instead of reading the
+// device back. Call Forget for a full run that reads the kernel and repairs
+// drift. Off by default.
+func WithTrustLastWrite(on bool) Option { return func(r *Reconciler) { r.SetTrustLastWrite(on) } }
+
 // NewReconciler returns a Reconciler for device dev through handle h. h must
 // stay open as long as the Reconciler is used; the caller closes it.
 func NewReconciler(h *netlink.Handle, dev string, opts ...Option) *Reconciler {
@@ -62,6 +74,26 @@ func (r *Reconciler) Dev() string { return r.dev }
 
 // Writes returns the number of kernel writes this Reconciler has made.
 func (r *Reconciler) Writes() int { return r.writes }
+
+// SetTrustLastWrite turns incremental mode on or off (see
+// WithTrustLastWrite). Turning it off drops the memory.
+func (r *Reconciler) SetTrustLastWrite(on bool) {
+	r.trust = on
+	if !on {
+		r.mem = nil
+	}
+}
+
+// Forget drops the memory of the last write, so the next Reconcile reads the
+// device's tree from the kernel and repairs any drift (a full resync). It
+// does nothing outside incremental mode, where every Reconcile reads the
+// kernel.
+func (r *Reconciler) Forget() { r.mem = nil }
+
+// ClassListReads returns how many times this Reconciler has read the
+// device's class list back from the kernel (full Reconcile runs and Actual;
+// ClassStats is not counted).
+func (r *Reconciler) ClassListReads() int { return r.reads }
 
 // Reconcile makes the device's tree match desired with the fewest writes:
 //
@@ -79,6 +111,17 @@ func (r *Reconciler) Writes() int { return r.writes }
 // (HTB cannot move a class). A second call with the same desired tree makes
 // no writes. A root qdisc gtpqos did not create makes Reconcile fail with
 // ErrNotOwned unless WithForce(true).
+//
+// By default every Reconcile first reads the device's root qdisc, classes,
+// leaf qdiscs and classifier entries. In incremental mode
+// (WithTrustLastWrite), a Reconcile after a successful one reads nothing
+// back: it diffs desired against the tree the last run made true, with the
+// same order of writes (classes changed in place, classifier entries
+// removed before their classes, no packet pointed at HTB's direct queue),
+// and Result.Incremental is set. Changes made behind its back are not seen
+// until a full run: the first one, the one after any error, after Forget,
+// or when desired switches classifier or leaf spec, or the device was
+// recreated (another ifindex).
 func (r *Reconciler) Reconcile(ctx context.Context, desired *Tree) (Result, error) {
 	return r.reconcile(ctx, desired)
 }
@@ -95,7 +138,10 @@ func (r *Reconciler) Actual(ctx context.Context) (*Tree, error) { return r.actua
 // the root HTB qdisc (with every class, leaf and filter under it), so the
 // kernel's default root qdisc returns. A device without a gtpqos tree is left
 // alone (nil error).
-func (r *Reconciler) Reset(ctx context.Context) error { return r.reset(ctx) }
+func (r *Reconciler) Reset(ctx context.Context) error {
+	r.mem = nil
+	return r.reset(ctx)
+}
 
 // ClassStats returns every class's counters under the owned root, keyed by
 // full class id (Tree.ClassID(minor)).

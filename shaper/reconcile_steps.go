@@ -127,6 +127,7 @@ func (r *Reconciler) htbClass(link netlink.Link, t *Tree, c Class) *netlink.HtbC
 
 // listClasses returns the owned root's HTB classes by minor.
 func (r *Reconciler) listClasses(link netlink.Link) (map[uint16]*netlink.HtbClass, error) {
+	r.reads++
 	cls, err := r.h.ClassList(link, rootHandle())
 	if err != nil {
 		return nil, fmt.Errorf("dev %s: list classes: %w", r.dev, err)
@@ -196,9 +197,48 @@ func depth(minor uint16, parent map[uint16]uint16) int {
 	return d
 }
 
+// readView reads the device's tree from the kernel, creating the root HTB
+// (with its link and default classes) first where the device has none.
+func (r *Reconciler) readView(link netlink.Link, desired *Tree, res *Result) (*view, error) {
+	st, err := r.readRoot(link)
+	if err != nil {
+		return nil, err
+	}
+	if !st.owned {
+		if st.root != nil && st.root.Attrs().Handle != 0 {
+			if !r.force {
+				return nil, r.foreignErr(st.root)
+			}
+			maj, _ := netlink.MajorMinor(st.root.Attrs().Handle)
+			res.Notes = append(res.Notes, fmt.Sprintf("replaced foreign root qdisc %s %x: (--force)", st.root.Type(), maj))
+		}
+		if err := r.createRoot(link, desired); err != nil {
+			return nil, err
+		}
+		res.CreatedRoot = true
+		if st, err = r.readRoot(link); err != nil {
+			return nil, err
+		}
+		if !st.owned {
+			return nil, fmt.Errorf("dev %s: root qdisc htb %x: not found after creating it", r.dev, OwnedMajor)
+		}
+	} else {
+		res.Adopted = true
+	}
+	classes, err := r.listClasses(link)
+	if err != nil {
+		return nil, err
+	}
+	return &view{ifindex: link.Attrs().Index, root: st.root.(*netlink.Htb), byParent: st.byParent, classes: classes}, nil
+}
+
 func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, error) {
 	start := r.writes
 	res := Result{Dev: r.dev}
+	// The memory is dropped now and kept again only if this run succeeds:
+	// after any error the next run reads the kernel.
+	mem := r.mem
+	r.mem = nil
 	fail := func(err error) (Result, error) {
 		res.Writes = r.writes - start
 		return res, err
@@ -213,42 +253,56 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 	if err != nil {
 		return fail(err)
 	}
-	st, err := r.readRoot(link)
-	if err != nil {
-		return fail(err)
-	}
-	if !st.owned {
-		if st.root != nil && st.root.Attrs().Handle != 0 {
-			if !r.force {
-				return fail(r.foreignErr(st.root))
-			}
-			maj, _ := netlink.MajorMinor(st.root.Attrs().Handle)
-			res.Notes = append(res.Notes, fmt.Sprintf("replaced foreign root qdisc %s %x: (--force)", st.root.Type(), maj))
-		}
-		if err := r.createRoot(link, desired); err != nil {
-			return fail(err)
-		}
-		res.CreatedRoot = true
-		if st, err = r.readRoot(link); err != nil {
-			return fail(err)
-		}
-	} else {
-		res.Adopted = true
-	}
 	env := ClassifierEnv{Handle: r.h, Link: link, Root: rootHandle()}
 
-	actual, err := r.listClasses(link)
-	if err != nil {
-		return fail(err)
+	var v *view
+	var cls Classifier
+	if r.trust && mem != nil {
+		c, err := r.classifier(ctx, env, desired, &res)
+		if err != nil {
+			return fail(err)
+		}
+		if mem.memoryFits(link, desired, c) {
+			v, cls = mem, c
+			res.Incremental, res.Adopted = true, true
+		}
 	}
+	if v == nil {
+		if v, err = r.readView(link, desired, &res); err != nil {
+			return fail(err)
+		}
+		if cls, err = r.classifier(ctx, env, desired, &res); err != nil {
+			return fail(err)
+		}
+	}
+	actual := v.classes
 	want := make(map[uint16]Class, len(desired.Classes))
 	for _, c := range desired.Classes {
 		want[c.Minor] = c
 	}
-	cls, err := r.classifier(ctx, env, desired, &res)
-	if err != nil {
-		return fail(err)
+	// syncCls moves the classifier's entries to `to`: in an incremental
+	// run from `from` (what the memory says it holds) without reading it
+	// back, where the classifier can.
+	syncCls := func(from, to *Tree) error {
+		var cr ClassifierResult
+		var err error
+		if ds, ok := cls.(DeltaSyncer); ok && res.Incremental {
+			cr, err = ds.SyncDelta(ctx, env, from, to)
+		} else {
+			cr, err = cls.Sync(ctx, env, to)
+		}
+		r.writes += cr.Writes
+		res.Classifier.Added += cr.Added
+		res.Classifier.Changed += cr.Changed
+		res.Classifier.Deleted += cr.Deleted
+		res.Classifier.Writes += cr.Writes
+		res.Classifier.Notes = append(res.Classifier.Notes, cr.Notes...)
+		if err != nil {
+			return fmt.Errorf("dev %s: classifier %s: %w", r.dev, cls.Kind(), err)
+		}
+		return nil
 	}
+	bound := v.tree // what the classifier holds (incremental runs only)
 
 	// Classes whose parent differs must be re-created (HTB cannot move a
 	// class); so must their actual descendants.
@@ -286,21 +340,12 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 				keep.Classes = append(keep.Classes, c)
 			}
 		}
-		cr, err := cls.Sync(ctx, env, &keep)
-		r.writes += cr.Writes
-		res.Classifier.Added += cr.Added
-		res.Classifier.Changed += cr.Changed
-		res.Classifier.Deleted += cr.Deleted
-		res.Classifier.Writes += cr.Writes
-		if err != nil {
-			return fail(fmt.Errorf("dev %s: classifier %s: %w", r.dev, cls.Kind(), err))
-		}
-		if err := r.deleteClasses(link, actual, moved, &res); err != nil {
+		if err := syncCls(bound, &keep); err != nil {
 			return fail(err)
 		}
-		for m := range moved {
-			delete(actual, m)
-			delete(st.byParent, desired.ClassID(m))
+		bound = &keep
+		if err := r.deleteClasses(link, v, moved, desired, &res); err != nil {
+			return fail(err)
 		}
 	}
 
@@ -326,44 +371,44 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 		a, ok := actual[c.Minor]
 		switch {
 		case !ok:
-			if err := r.do(func() error { return r.h.ClassReplace(r.htbClass(link, desired, c)) }); err != nil {
+			hc := r.htbClass(link, desired, c)
+			if err := r.do(func() error { return r.h.ClassReplace(hc) }); err != nil {
 				return fail(fmt.Errorf("dev %s: create %s class %s: %w", r.dev, c.Role, desired.Handle(c.Minor), err))
 			}
+			v.written(hc)
 			res.Created = append(res.Created, c.Minor)
 		case !same(toKernel(desired, c), fromNetlink(a)):
-			if err := r.do(func() error { return r.h.ClassChange(r.htbClass(link, desired, c)) }); err != nil {
+			hc := r.htbClass(link, desired, c)
+			if err := r.do(func() error { return r.h.ClassChange(hc) }); err != nil {
 				return fail(fmt.Errorf("dev %s: change %s class %s: %w", r.dev, c.Role, desired.Handle(c.Minor), err))
 			}
+			v.written(hc)
 			res.Changed = append(res.Changed, c.Minor)
 		}
 	}
-	if h := st.root.(*netlink.Htb); h.Defcls != uint32(desired.DefaultMinor) {
+	if v.root.Defcls != uint32(desired.DefaultMinor) {
 		q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: rootHandle(), Parent: netlink.HANDLE_ROOT})
 		q.Defcls = uint32(desired.DefaultMinor)
 		if err := r.do(func() error { return r.h.QdiscChange(q) }); err != nil {
 			return fail(fmt.Errorf("dev %s: set root default to %s: %w", r.dev, desired.Handle(desired.DefaultMinor), err))
 		}
+		v.root = q
 		res.Notes = append(res.Notes, "repaired the root qdisc's default class")
 	}
 
 	// Leaf qdiscs.
-	if err := r.syncLeaves(ctx, link, desired, st, &res); err != nil {
+	if err := r.syncLeaves(ctx, link, desired, rootState{root: v.root, owned: true, byParent: v.byParent}, &res); err != nil {
 		return fail(err)
 	}
 
 	// Classifier: bind new classes, unbind stale ones.
-	cr, err := cls.Sync(ctx, env, desired)
-	r.writes += cr.Writes
-	res.Classifier.Added += cr.Added
-	res.Classifier.Changed += cr.Changed
-	res.Classifier.Deleted += cr.Deleted
-	res.Classifier.Writes += cr.Writes
-	res.Classifier.Notes = append(res.Classifier.Notes, cr.Notes...)
-	if err != nil {
-		return fail(fmt.Errorf("dev %s: classifier %s: %w", r.dev, cls.Kind(), err))
-	}
-	if err := r.removeOtherClassifiers(ctx, env, cls, &res); err != nil {
+	if err := syncCls(bound, desired); err != nil {
 		return fail(err)
+	}
+	if !res.Incremental {
+		if err := r.removeOtherClassifiers(ctx, env, cls, &res); err != nil {
+			return fail(err)
+		}
 	}
 
 	// Delete what is not desired, children first.
@@ -373,18 +418,24 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 			stale[m] = true
 		}
 	}
-	if err := r.deleteClasses(link, actual, stale, &res); err != nil {
+	if err := r.deleteClasses(link, v, stale, desired, &res); err != nil {
 		return fail(err)
 	}
 	res.Writes = r.writes - start
+	if r.trust {
+		v.tree, v.cls = cloneTree(desired), cls
+		r.mem = v
+	}
 	return res, nil
 }
 
-// deleteClasses deletes the given actual classes, deepest first.
-func (r *Reconciler) deleteClasses(link netlink.Link, actual map[uint16]*netlink.HtbClass, del map[uint16]bool, res *Result) error {
+// deleteClasses deletes the given classes of the view, deepest first, and
+// drops them (and their leaf qdiscs) from the view.
+func (r *Reconciler) deleteClasses(link netlink.Link, v *view, del map[uint16]bool, t *Tree, res *Result) error {
 	if len(del) == 0 {
 		return nil
 	}
+	actual := v.classes
 	parent := make(map[uint16]uint16, len(actual))
 	for m, a := range actual {
 		pmaj, pmin := netlink.MajorMinor(a.Parent)
@@ -408,6 +459,7 @@ func (r *Reconciler) deleteClasses(link netlink.Link, actual map[uint16]*netlink
 		if err := r.do(func() error { return r.h.ClassDel(a) }); err != nil {
 			return fmt.Errorf("dev %s: delete class %x:%x: %w", r.dev, OwnedMajor, m, err)
 		}
+		v.deleted(t, m)
 		res.Deleted = append(res.Deleted, m)
 	}
 	return nil

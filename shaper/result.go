@@ -12,6 +12,9 @@ type Result struct {
 	// CreatedRoot is true when the root qdisc was created by this run;
 	// Adopted is true when an existing gtpqos tree was found and kept.
 	CreatedRoot, Adopted bool
+	// Incremental is true when the run trusted the memory of the last
+	// successful run instead of reading the device (WithTrustLastWrite).
+	Incremental bool
 	// Created, Changed and Deleted list class minors.
 	Created, Changed, Deleted []uint16
 	// Leaves lists the minors whose leaf qdisc was created or replaced.

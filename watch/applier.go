@@ -22,6 +22,15 @@ type Applier interface {
 	Stats(ctx context.Context) ([]ClassStats, error)
 }
 
+// Forgetter is implemented by Appliers that trust their last write between
+// full resyncs: Forget makes the next Apply read the device's tree from the
+// kernel and repair drift. The engine calls it before every full resync
+// that has a reason (start, periodic, reconnect, lost events, retry,
+// reload); polls and event-driven reconciles trust the last write.
+type Forgetter interface {
+	Forget()
+}
+
 // Result is what one Apply did.
 type Result struct {
 	// Changes lists each kernel write (empty when in sync).

@@ -343,6 +343,15 @@ func (e *Engine) sync(ctx context.Context, p pending) error {
 			return err
 		}
 		e.flows = groupBySession(flows)
+		if p.reason != "" {
+			// A resync with a reason also reads the devices' trees
+			// back (drift repair); a silent poll trusts the last write.
+			for _, d := range e.devs {
+				if f, ok := d.ap.(Forgetter); ok {
+					f.Forget()
+				}
+			}
+		}
 	} else {
 		for seid := range p.seids {
 			flows, err := ss.Session(ctx, seid)

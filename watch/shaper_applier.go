@@ -17,9 +17,23 @@ type Reconciler interface {
 	ClassStats(ctx context.Context) (map[uint32]shaper.ClassStats, error)
 }
 
+// lastWriteTruster is implemented by *shaper.Reconciler: its incremental
+// mode (shaper.WithTrustLastWrite) and the call that ends it for one run.
+type lastWriteTruster interface {
+	SetTrustLastWrite(on bool)
+	Forget()
+}
+
 // ShaperApplier is the Applier for one device built on the shaper: it plans
 // with shaper.Plan (the same planner as `gtpqos apply`) and reconciles with
 // a shaper.Reconciler.
+//
+// It puts the Reconciler in incremental mode: a reconcile trusts the last
+// successful write instead of reading the device's tree back, so an event
+// costs the plan and the few writes it needs. Forget (called by the engine
+// for every full resync: start, periodic, reconnect, lost events, retry
+// after a failure, reload) makes the next reconcile read the kernel and
+// repair drift; any failed reconcile does the same.
 //
 // Class ids stay stable: each plan passes the previous desired tree as
 // Policy.Previous, and the first plan (or the first after a failure, when
@@ -36,7 +50,20 @@ type ShaperApplier struct {
 // NewShaperApplier returns an Applier planning with pol and reconciling
 // with rec.
 func NewShaperApplier(rec Reconciler, pol shaper.Policy) *ShaperApplier {
+	if t, ok := rec.(lastWriteTruster); ok {
+		t.SetTrustLastWrite(true)
+	}
 	return &ShaperApplier{rec: rec, pol: pol}
+}
+
+// Forget makes the next Apply read the device's tree from the kernel (a
+// full resync that repairs drift) instead of trusting the last write.
+func (a *ShaperApplier) Forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t, ok := a.rec.(lastWriteTruster); ok {
+		t.Forget()
+	}
 }
 
 // Dev returns the device name.
