@@ -96,10 +96,13 @@ func TestABCountOnlyArm(t *testing.T) {
 
 // checkPolicerArms asserts what is robust for the policer arms (goodput in
 // Mbit/s per arm and flow). The policer caps A and B at their MBRs (+5%)
-// in both arms. It does not protect GBR: with no HTB nothing is congested
-// here, so A's GBR is not asserted for the policer-only arm (DESIGN.md's VM
-// table: with the policer and one shared class, A and B miss GBR). With the
-// aware tree as well, A still gets its GBR (-5%).
+// in both arms. In the policer-only arm it lets them through up to their
+// MBRs (-10%), and C, whose MBR is its offered rate, passes at least 90% of
+// it: the count-only tree did not shape (the other arms' link is 7.5 Mbit/s).
+// The policer does not protect GBR: with no HTB nothing is congested here,
+// so A's GBR is not asserted for the policer-only arm (DESIGN.md's VM table:
+// with the policer and one shared class, A and B miss GBR). With the aware
+// tree as well, A still gets its GBR (-5%).
 func checkPolicerArms(t *testing.T, got map[string]map[string]float64) {
 	t.Helper()
 	gbrA, mbrA, mbrB := 15*abScale, 18*abScale, 6*abScale
@@ -112,6 +115,15 @@ func checkPolicerArms(t *testing.T, got map[string]map[string]float64) {
 				t.Errorf("arm %s: flow %s %.3f Mbit/s, want above 0 and at most its MBR %.3g (+5%%): the native policer caps MBR",
 					arm, f.name, g, f.mbr)
 			}
+		}
+	}
+	for _, f := range []struct {
+		name string
+		min  float64
+	}{{"A", 0.9 * mbrA}, {"B", 0.9 * mbrB}, {"C", 0.9 * abOfferMbps}} {
+		if g := got[abArmPolicer][f.name]; g < f.min {
+			t.Errorf("arm %s: flow %s %.3f Mbit/s, want at least %.3g: with only the policer and a count-only tree it should pass up to its MBR",
+				abArmPolicer, f.name, g, f.min)
 		}
 	}
 	if a := got[abArmAwarePolicer]["A"]; a < 0.95*gbrA {
