@@ -75,7 +75,7 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&f.dev, "dev", "", "device to shape and measure (without --lab)")
 	fs.StringVar(&f.classifier, "classifier", "", "classifier kind override: auto, fw, bpf")
 	fs.StringVar(&f.leaf, "leaf", "", "leaf qdisc override: auto, fq_codel, fifo")
-	fs.StringVar(&f.labPDRs, "lab-pdrs", "", "lab: YAML list of PDRs (name, seid, qer, ue, dn, ue_port, teid, qfi, mark) instead of the seed's three")
+	fs.StringVar(&f.labPDRs, "lab-pdrs", "", "lab: YAML file with a 'pdrs:' list (name, seid, qer, ue, dn, ue_port, teid, qfi, mark) instead of the seed's three (docs/lab.md)")
 	fs.Float64Var(&f.tolerance, "tolerance", 0.05, "GBR/MBR compliance tolerance (0.05 = 5%)")
 	fs.IntVar(&f.payload, "payload", lab.DefaultPayload, "UDP payload bytes (lab traffic, and the payload ceiling; 0 = derive from the frame)")
 	fs.DurationVar(&f.pause, "pause", time.Second, "pause between runs")
