@@ -82,15 +82,18 @@ func BenchmarkApplyFromEmpty10k(b *testing.B) { benchFromEmpty(b, 10_000) }
 
 // benchStep sets up 10k flows, then times one step from base to next and
 // back (the way back is untimed).
-func benchStep(b *testing.B, base, next []Flow) {
+func benchStep(b *testing.B, base, next []Flow, opts ...Option) {
 	l := newLab(b)
-	rec := NewReconciler(l.h, l.dev)
+	rec := NewReconciler(l.h, l.dev, opts...)
 	prev, _ := applyScale(b, rec, base, nil)
 	var writes, changes int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t2, res := applyScale(b, rec, next, prev)
 		writes, changes = res.Writes, res.Changes()
+		if res.Incremental != rec.trust {
+			b.Fatalf("step ran incremental=%v, want %v", res.Incremental, rec.trust)
+		}
 		b.StopTimer()
 		prev, _ = applyScale(b, rec, base, t2)
 		b.StartTimer()
@@ -118,4 +121,42 @@ func BenchmarkChurn1PctAt10k(b *testing.B) {
 	base := scaleFlows(1, 10_000)
 	next := append(append([]Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
 	benchStep(b, base, next)
+}
+
+// The same steps with an incremental Reconciler (WithTrustLastWrite, as
+// gtpqos watch runs it): plan + diff against the last write, no read-back.
+
+// BenchmarkAddOneAt10kIncremental adds one flow to 10,000.
+func BenchmarkAddOneAt10kIncremental(b *testing.B) {
+	base := scaleFlows(1, 10_000)
+	benchStep(b, base, append(append([]Flow(nil), base...), scaleFlows(20_001, 1)...), WithTrustLastWrite(true))
+}
+
+// BenchmarkRemoveOneAt10kIncremental removes one flow of 10,000.
+func BenchmarkRemoveOneAt10kIncremental(b *testing.B) {
+	base := scaleFlows(1, 10_000)
+	benchStep(b, base, base[1:], WithTrustLastWrite(true))
+}
+
+// BenchmarkChurn1PctAt10kIncremental removes 100 flows of 10,000 and adds
+// 100 others.
+func BenchmarkChurn1PctAt10kIncremental(b *testing.B) {
+	base := scaleFlows(1, 10_000)
+	next := append(append([]Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
+	benchStep(b, base, next, WithTrustLastWrite(true))
+}
+
+// BenchmarkReconcileInSync10kIncremental times an incremental Reconcile of
+// an unchanged 10,000-flow tree (the reconciler's own cost, no plan, no
+// writes).
+func BenchmarkReconcileInSync10kIncremental(b *testing.B) {
+	l := newLab(b)
+	rec := NewReconciler(l.h, l.dev, WithTrustLastWrite(true))
+	tree, _ := applyScale(b, rec, scaleFlows(1, 10_000), nil)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if res := mustReconcile(b, rec, tree); !res.Incremental || !res.InSync() {
+			b.Fatalf("%s: want incremental, in sync", res.Summary())
+		}
+	}
 }

@@ -79,6 +79,15 @@ type kernelClass struct {
 	inner           bool
 }
 
+// parentID is the full id of c's parent (the root qdisc's for top-level
+// classes), as toKernel gives it.
+func parentID(t *Tree, c *Class) uint32 {
+	if c.Parent == 0 {
+		return rootHandle()
+	}
+	return t.ClassID(c.Parent)
+}
+
 func toKernel(t *Tree, c Class) kernelClass {
 	k := kernelClass{rate: c.Rate / 8, ceil: c.Ceil / 8, quantum: c.Quantum, prio: c.Prio, inner: !c.IsLeaf()}
 	k.buffer = netlink.Xmittime(k.rate, c.Burst)
@@ -276,9 +285,10 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 		}
 	}
 	actual := v.classes
-	want := make(map[uint16]Class, len(desired.Classes))
-	for _, c := range desired.Classes {
-		want[c.Minor] = c
+	// want indexes desired's classes by minor (index+1; 0 = not desired).
+	want := make([]int32, 1<<16)
+	for i, c := range desired.Classes {
+		want[c.Minor] = int32(i + 1)
 	}
 	// syncCls moves the classifier's entries to `to`: in an incremental
 	// run from `from` (what the memory says it holds) without reading it
@@ -316,9 +326,11 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 		}
 	}
 	for m, a := range actual {
-		d, ok := want[m]
-		if ok && (!sameParent(toKernel(desired, d).parent, a.Parent) || (d.Role == RoleFlow && hasChildren[m])) {
-			moved[m] = true
+		if i := want[m]; i != 0 {
+			d := &desired.Classes[i-1]
+			if !sameParent(parentID(desired, d), a.Parent) || (d.Role == RoleFlow && hasChildren[m]) {
+				moved[m] = true
+			}
 		}
 	}
 	if len(moved) > 0 {
@@ -349,11 +361,10 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 		}
 	}
 
-	// Create (parents first) and change in place.
-	order := make([]Class, 0, len(desired.Classes))
-	order = append(order, desired.Classes...)
-	rank := func(c Class) int {
-		switch c.Role {
+	// Create (parents first: link, default, sessions, flows, each in minor
+	// order) and change in place.
+	rank := func(r Role) int {
+		switch r {
 		case RoleLink:
 			return 0
 		case RoleDefault:
@@ -363,8 +374,16 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 		}
 		return 3
 	}
-	sort.SliceStable(order, func(i, j int) bool { return rank(order[i]) < rank(order[j]) })
-	for _, c := range order {
+	order := make([]int32, 0, len(desired.Classes))
+	for k := 0; k < 4; k++ {
+		for i := range desired.Classes {
+			if rank(desired.Classes[i].Role) == k {
+				order = append(order, int32(i))
+			}
+		}
+	}
+	for _, i := range order {
+		c := desired.Classes[i]
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
@@ -414,7 +433,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 	// Delete what is not desired, children first.
 	stale := map[uint16]bool{}
 	for m := range actual {
-		if _, ok := want[m]; !ok {
+		if want[m] == 0 {
 			stale[m] = true
 		}
 	}
