@@ -35,7 +35,8 @@ func (o EventOp) String() string {
 type Event struct {
 	// Op is what happened.
 	Op EventOp
-	// Seq is gtp5g's module-wide event counter (wraps at 2^32).
+	// Seq is the event counter of the gtp5g device's network namespace
+	// (per netns in the patch, wraps at 2^32).
 	Seq uint32
 	// Link is the ifindex of the gtp5g device holding the rule.
 	Link uint32

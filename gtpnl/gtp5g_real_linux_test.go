@@ -107,6 +107,7 @@ func TestRealGTP5G(t *testing.T) {
 	}
 	if feats.Has(gtpnl.FeatureQoSEvents) {
 		checkEvents(t, client, rules)
+		checkEventSeqPerNetns(t, client, rules)
 	}
 }
 
