@@ -10,6 +10,9 @@
 //     vishvananda/netlink handle, normalises units, and applies the minimum set
 //     of changes: classes are changed in place, classifier entries are removed
 //     before their classes, and a second run with the same tree writes nothing.
+//     In incremental mode ([WithTrustLastWrite]) it trusts its last successful
+//     write and diffs against it instead of reading the kernel, until
+//     [Reconciler.Forget] or an error asks for a full run again.
 //
 // Ownership: gtpqos owns a device's tree iff the device's root qdisc is an HTB
 // qdisc with handle major [OwnedMajor] (0x6771, "gq", shown by tc as 6771:).
