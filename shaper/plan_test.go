@@ -118,6 +118,14 @@ func TestPlanProblems(t *testing.T) {
 			[]string{"error duplicate-flow flow A (seid=1 qer=1) id"}, []uint16{0x10}},
 		{"duplicate mark", []Flow{f(1, 0, 0, 7), f(2, 0, 0, 7)}, DefaultPolicy(link),
 			[]string{"error duplicate-mark flow B (seid=1 qer=2) mark"}, []uint16{0x10}},
+		{"duplicate teid and qfi", []Flow{
+			{ID: FlowID{1, 1}, Name: "A", QFI: 1, TEID: 0x64, Mark: 1},
+			{ID: FlowID{1, 2}, Name: "B", QFI: 1, TEID: 0x64, Mark: 2},
+			{ID: FlowID{1, 3}, Name: "C", QFI: 2, TEID: 0x64, Mark: 3}, // other QFI: fine
+			{ID: FlowID{1, 4}, Name: "D", QFI: 1, Mark: 4},             // TEID 0: not a key
+			{ID: FlowID{1, 5}, Name: "E", QFI: 1, Mark: 5}},
+			DefaultPolicy(link),
+			[]string{"error duplicate-teid flow B (seid=1 qer=2) teid"}, []uint16{0x10, 0x11, 0x12, 0x13}},
 		{"qfi above 63", []Flow{{ID: FlowID{1, 1}, Name: "A", QFI: 64}}, DefaultPolicy(link),
 			[]string{"error bad-qfi flow A (seid=1 qer=1) qfi"}, nil},
 		{"absurd rate", []Flow{f(1, 0, MaxRate+1, 1)}, DefaultPolicy(link),

@@ -275,6 +275,7 @@ func plan(flows []Flow, pol Policy) (*Tree, []Problem) {
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].had && !cands[b].had })
 
 	marks := make(map[uint32]FlowID, len(cands))
+	teids := make(map[[2]uint32]FlowID, len(cands))
 	var gbrSum uint64
 	admitted := cands[:0]
 	for _, c := range cands {
@@ -282,6 +283,13 @@ func plan(flows []Flow, pol Policy) (*Tree, []Problem) {
 		if f.Mark != 0 {
 			if other, dup := marks[f.Mark]; dup {
 				p.add(Error, DuplicateMark, f, "mark", "mark %#x already used by flow %s", f.Mark, other)
+				continue
+			}
+		}
+		tq := [2]uint32{f.TEID, uint32(f.QFI)}
+		if f.TEID != 0 {
+			if other, dup := teids[tq]; dup {
+				p.add(Error, DuplicateTEID, f, "teid", "TEID %#x QFI %d already used by flow %s", f.TEID, f.QFI, other)
 				continue
 			}
 		}
@@ -298,6 +306,9 @@ func plan(flows []Flow, pol Policy) (*Tree, []Problem) {
 		}
 		if f.Mark != 0 {
 			marks[f.Mark] = f.ID
+		}
+		if f.TEID != 0 {
+			teids[tq] = f.ID
 		}
 		gbrSum += f.GBR
 		admitted = append(admitted, c)

@@ -32,6 +32,9 @@ const (
 	Clamped
 	// BadPolicy: the policy itself is unusable (link rate zero, ...).
 	BadPolicy
+	// DuplicateTEID: two flows share one non-zero (TEID, QFI), the key
+	// stock gtp5g's packets are classified by.
+	DuplicateTEID
 )
 
 // String names the kind.
@@ -61,6 +64,8 @@ func (k ProblemKind) String() string {
 		return "clamped"
 	case BadPolicy:
 		return "bad-policy"
+	case DuplicateTEID:
+		return "duplicate-teid"
 	}
 	return fmt.Sprintf("problem(%d)", uint8(k))
 }
@@ -93,7 +98,7 @@ type Problem struct {
 	Flow FlowID
 	// Name is the flow's label ("flow A (seid=1 qer=1)"), or "policy".
 	Name string
-	// Field is the field at fault: "gbr", "mbr", "qfi", "mark", "id",
+	// Field is the field at fault: "gbr", "mbr", "qfi", "mark", "teid", "id",
 	// "session_ambr", "link", ...
 	Field string
 	// Detail says what is wrong in words.
