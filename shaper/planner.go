@@ -295,9 +295,15 @@ func plan(flows []Flow, pol Policy) (*Tree, []Problem) {
 		}
 		if pol.Mode == Aware && f.GBR > 0 && gbrSum+f.GBR > link {
 			left := link - gbrSum
-			if pol.Admission == Refuse || left < MinRate {
+			if pol.Admission == Refuse {
 				p.add(Error, GBRSumAboveLink, f, "gbr", "GBR %s does not fit: %s of the %s link already guaranteed (admission refuse)",
 					FormatRate(f.GBR), FormatRate(gbrSum), FormatRate(link))
+				continue
+			}
+			// Clamp keeps at least the non-GBR minimum (Policy doc).
+			if left < pol.NonGBRMin {
+				p.add(Error, GBRSumAboveLink, f, "gbr", "GBR %s does not fit: only %s of the %s link left, below the non-GBR minimum %s (admission clamp)",
+					FormatRate(f.GBR), FormatRate(left), FormatRate(link), FormatRate(pol.NonGBRMin))
 				continue
 			}
 			p.add(Warning, Clamped, f, "gbr", "GBR %s clamped to %s: %s of the %s link already guaranteed (admission clamp)",

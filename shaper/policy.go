@@ -47,7 +47,9 @@ const (
 	// never push out an admitted one.
 	Refuse Admission = iota
 	// Clamp admits the flow with its GBR reduced to what is left of the link
-	// (at least the non-GBR minimum) and reports a warning Problem.
+	// and reports a warning Problem. If what is left is below NonGBRMin the
+	// flow is refused as with Refuse: a clamped GBR is at least the non-GBR
+	// minimum.
 	Clamp
 )
 
