@@ -23,6 +23,23 @@ func (r *Reconciler) builtin(k ClassifierKind) Classifier {
 	return c
 }
 
+// checkKind fails if the classifier the run would use is neither given with
+// WithClassifier, nor auto, nor built in. It reads nothing from the kernel,
+// so reconcile calls it before changing anything.
+func (r *Reconciler) checkKind(desired *Tree) error {
+	if r.cls != nil {
+		return nil
+	}
+	k := r.kind
+	if k == "" || k == KindAuto {
+		k = desired.Classifier
+	}
+	if k == "" || k == KindAuto || k == KindFw || k == KindBPF {
+		return nil
+	}
+	return fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed with WithClassifier)", r.dev, k)
+}
+
 // classifier picks the classifier: one given with WithClassifier, else the
 // forced or desired kind; auto adopts the built-in classifier already
 // installed, else probes fw and falls back to bpf.

@@ -53,6 +53,7 @@ func TestParseFlowsFileErrors(t *testing.T) {
 		{"unnamed flow", head + "  - {qer: 1, gbr: x}\n", `f.yaml: flow #1: gbr: invalid rate "x"`},
 		{"missing link", "flows: []\n", `f.yaml: link: missing`},
 		{"bad mode", "link: 1mbit\npolicy: {mode: fancy}\n", `f.yaml: policy: mode: unknown mode "fancy"`},
+		{"bad classifier", "link: 1mbit\npolicy: {classifier: fww}\n", `f.yaml: policy: classifier: unknown classifier "fww"`},
 		{"bad burst", "link: 1mbit\npolicy: {burst: lots}\n", `f.yaml: policy: burst: invalid size "lots"`},
 	}
 	for _, tc := range tests {

@@ -85,3 +85,36 @@ func TestIntegrationLeaves(t *testing.T) {
 		t.Errorf("auto after fq_codel: %s; want in sync", res.Summary())
 	}
 }
+
+// TestIntegrationUnknownClassifierNoChange checks that a reconcile with an
+// unknown classifier kind (forced, or the tree's) fails before it changes
+// anything on the device.
+func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
+	l := newLab(t)
+	before := l.qdiscs(t)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	bad := *tree
+	bad.Classifier = "fww"
+	for name, run := range map[string]func() error{
+		"forced": func() error {
+			_, err := NewReconciler(l.h, l.dev, WithClassifierKind("fww")).Reconcile(context.Background(), tree)
+			return err
+		},
+		"tree": func() error {
+			_, err := NewReconciler(l.h, l.dev).Reconcile(context.Background(), &bad)
+			return err
+		},
+		"gtpu without WithClassifier": func() error {
+			_, err := NewReconciler(l.h, l.dev, WithClassifierKind(KindGTPU)).Reconcile(context.Background(), tree)
+			return err
+		},
+	} {
+		err := run()
+		if err == nil || !strings.Contains(err.Error(), "unknown classifier") {
+			t.Errorf("%s: error %v, want unknown classifier", name, err)
+		}
+		if after := l.qdiscs(t); after != before {
+			t.Errorf("%s: device changed by a failed reconcile:\nbefore:\n%safter:\n%s", name, before, after)
+		}
+	}
+}

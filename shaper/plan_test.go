@@ -1,6 +1,7 @@
 package shaper
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -157,6 +158,16 @@ func TestPlanProblems(t *testing.T) {
 	if tree, probs := Plan(nil, zeroLink); tree != nil || len(probs) != 1 || probs[0].Field != "link" {
 		t.Errorf("zero link: tree %v, problems %v; want no tree and one link problem", tree, probs)
 	}
+	badCls := DefaultPolicy(link)
+	badCls.Classifier = "fww"
+	if tree, probs := Plan(nil, badCls); tree != nil || len(probs) != 1 || probs[0].Field != "classifier" || probs[0].Kind != BadPolicy {
+		t.Errorf("classifier fww: tree %v, problems %v; want no tree and one classifier problem", tree, probs)
+	}
+	gtpu := DefaultPolicy(link)
+	gtpu.Classifier = KindGTPU
+	if tree, probs := Plan(nil, gtpu); tree == nil || len(probs) != 0 {
+		t.Errorf("classifier gtpu: tree %v, problems %v; want a tree and no problems", tree, probs)
+	}
 	_, probs := Plan([]Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp)
 	if !strings.Contains(probs[0].Error(), "clamped to 10mbit") {
 		t.Errorf("clamp message %q does not say the clamped rate", probs[0].Error())
@@ -297,6 +308,19 @@ func TestTCCommandsSeed(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tc commands lack %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestParseClassifierKind(t *testing.T) {
+	for in, want := range map[string]ClassifierKind{"": KindAuto, "auto": KindAuto, "fw": KindFw, "bpf": KindBPF, "gtpu": KindGTPU} {
+		if got, err := ParseClassifierKind(in); err != nil || got != want {
+			t.Errorf("ParseClassifierKind(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"fww", "FW", "u32", "bpf "} {
+		if got, err := ParseClassifierKind(in); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) {
+			t.Errorf("ParseClassifierKind(%q) = %q, %v; want an error naming it", in, got, err)
 		}
 	}
 }

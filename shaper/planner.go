@@ -73,6 +73,10 @@ func (p *planner) checkPolicy() bool {
 	if pol.Classifier == "" {
 		pol.Classifier = KindAuto
 	}
+	if !pol.Classifier.Known() {
+		p.add(Error, BadPolicy, nil, "classifier", "unknown classifier %q (want auto, fw, bpf or gtpu)", pol.Classifier)
+		ok = false
+	}
 	return ok
 }
 

@@ -75,9 +75,9 @@ func ParseAdmission(s string) (Admission, error) {
 	return 0, fmt.Errorf("unknown admission %q (want refuse or clamp)", s)
 }
 
-// ClassifierKind names a classifier. The shaper knows KindAuto, KindFw and
-// KindBPF; other packages may register classifiers under their own kinds and
-// pass them to the Reconciler with WithClassifier.
+// ClassifierKind names a classifier. The shaper implements KindAuto, KindFw
+// and KindBPF; KindGTPU is implemented by internal/gtpubpf and reaches the
+// Reconciler through WithClassifier. No other kind is valid.
 type ClassifierKind string
 
 const (
@@ -89,20 +89,31 @@ const (
 	// KindBPF classifies by skb->mark with one cls_bpf direct-action program
 	// and a BPF hash map mark -> class id (O(1), no cls_fw needed).
 	KindBPF ClassifierKind = "bpf"
+	// KindGTPU classifies stock gtp5g's packets by (TEID, QFI) from the
+	// GTP-U header (internal/gtpubpf, whose Kind it equals). The shaper does
+	// not build it: pass it with WithClassifier.
+	KindGTPU ClassifierKind = "gtpu"
 )
 
-// ParseClassifierKind parses "auto", "fw" or "bpf" (other kinds are accepted
-// as is, for classifiers outside this package).
+// Known reports whether k is a classifier kind gtpqos has (auto, fw, bpf or
+// gtpu). The empty kind counts as auto.
+func (k ClassifierKind) Known() bool {
+	switch k {
+	case "", KindAuto, KindFw, KindBPF, KindGTPU:
+		return true
+	}
+	return false
+}
+
+// ParseClassifierKind parses "auto", "fw", "bpf" or "gtpu" ("" is auto).
 func ParseClassifierKind(s string) (ClassifierKind, error) {
 	if s == "" {
 		return KindAuto, nil
 	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return "", fmt.Errorf("invalid classifier %q (want auto, fw or bpf)", s)
-		}
+	if k := ClassifierKind(s); k.Known() {
+		return k, nil
 	}
-	return ClassifierKind(s), nil
+	return "", fmt.Errorf("unknown classifier %q (want auto, fw, bpf or gtpu)", s)
 }
 
 // LeafKind names the qdisc under each leaf class.
@@ -174,7 +185,8 @@ type Policy struct {
 	Leaf LeafSpec
 	// Admission decides what happens to a GBR flow that does not fit.
 	Admission Admission
-	// Classifier is the classifier kind to use (auto, fw, bpf, ...).
+	// Classifier is the classifier kind to use (auto, fw, bpf or gtpu);
+	// Plan reports any other kind as a policy error.
 	Classifier ClassifierKind
 	// Previous, if not nil, is the tree from the last plan or the kernel's
 	// actual tree (Reconciler.Actual). Plan keeps every flow's class id

@@ -255,6 +255,10 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 	if err := checkDesired(desired); err != nil {
 		return fail(fmt.Errorf("dev %s: %w", r.dev, err))
 	}
+	// An unusable classifier must fail before the root is created.
+	if err := r.checkKind(desired); err != nil {
+		return fail(err)
+	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
