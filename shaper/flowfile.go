@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/free5gc/gtpqos/internal/yamlerr"
 )
 
 // FlowsFile is a parsed flows file: the policy (DefaultPolicy of the link
@@ -109,22 +110,8 @@ func LoadFlowsFile(path string) (FlowsFile, error) {
 	return ParseFlowsFile(path, data)
 }
 
-var unknownKey = regexp.MustCompile(`line (\d+): field (\S+) not found in type shaper\.(\w+)`)
-
-// yamlErr turns yaml.v3's multi-line errors into one line.
-func yamlErr(name string, err error) error {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-		if m := unknownKey.FindStringSubmatch(msg); m != nil {
-			where := map[string]string{"fileYAML": "at top level", "policyYAML": "in policy", "flowYAML": "in a flow"}[m[3]]
-			return fmt.Errorf("%s: line %s: unknown key %q %s", name, m[1], m[2], where)
-		}
-	}
-	msg = strings.TrimPrefix(strings.ReplaceAll(msg, "\n", "; "), "yaml: ")
-	return fmt.Errorf("%s: %s", name, msg)
-}
+// yamlWhere says where each of the file's types sits, for unknown keys.
+var yamlWhere = map[string]string{"fileYAML": "at top level", "policyYAML": "in policy", "flowYAML": "in a flow"}
 
 // ParseFlowsFile parses a flows file's contents; name is used in messages.
 func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
@@ -135,7 +122,7 @@ func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
 		if errors.Is(err, io.EOF) {
 			return FlowsFile{}, fmt.Errorf("%s: empty flows file (want at least 'link:')", name)
 		}
-		return FlowsFile{}, yamlErr(name, err)
+		return FlowsFile{}, yamlerr.OneLine(name, err, yamlWhere)
 	}
 	ff := FlowsFile{Path: name}
 	if y.Link == "" {

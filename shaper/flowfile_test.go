@@ -43,6 +43,7 @@ func TestParseFlowsFileErrors(t *testing.T) {
 	tests := []struct{ name, in, want string }{
 		{"unknown key", head + "  - {name: A, qer: 1, gbrr: 5mbit}\n", `f.yaml: line 3: unknown key "gbrr" in a flow`},
 		{"unknown top key", "link: 30mbit\nfoo: 1\n", `f.yaml: line 2: unknown key "foo" at top level`},
+		{"two unknown keys", head + "  - {name: A, qer: 1, gbrr: 5mbit, mbrr: 6mbit}\n", `f.yaml: line 3: unknown key "gbrr" in a flow (and 1 more)`},
 		{"non-numeric rate", head + "  - {name: A, qer: 1, gbr: fast}\n", `f.yaml: flow A: gbr: invalid rate "fast"`},
 		{"negative rate", head + "  - {name: A, qer: 1, mbr: -5mbit}\n", `f.yaml: flow A: mbr: invalid rate "-5mbit"`},
 		{"byte unit", head + "  - {name: A, qer: 1, mbr: 5mbps}\n", `f.yaml: flow A: mbr: invalid rate "5mbps": unknown unit`},

@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/free5gc/gtpqos/internal/yamlerr"
 	"github.com/free5gc/gtpqos/shaper"
 )
 
@@ -105,6 +106,9 @@ func DefaultConfig() Config {
 	}
 }
 
+// yamlWhere says where the config's types sit, for unknown keys.
+var yamlWhere = map[string]string{"Config": "at top level", "PolicyConfig": "in policy"}
+
 // LoadConfig reads a YAML config file over DefaultConfig. Unknown keys are
 // errors naming the key and line.
 func LoadConfig(path string) (Config, error) {
@@ -116,7 +120,7 @@ func LoadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
+		return cfg, yamlerr.OneLine("config "+path, err, yamlWhere)
 	}
 	return cfg, nil
 }

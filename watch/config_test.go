@@ -100,3 +100,17 @@ func FuzzConfig(f *testing.F) {
 		_, _, _ = cfg.Policies()
 	})
 }
+
+// TestConfigUnknownKeysOneLine checks that unknown keys give one line that
+// names the file, the line and the first key.
+func TestConfigUnknownKeysOneLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("n3: a\nlinkrate: 1mbit\npolicy:\n  burts: 1k\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(p)
+	want := "config " + p + `: line 2: unknown key "linkrate" at top level (and 1 more)`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+}

@@ -96,3 +96,17 @@ func TestLoadPDRs(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadPDRsUnknownKeysOneLine checks that unknown keys give one line that
+// names the file, the line and the first key.
+func TestLoadPDRsUnknownKeysOneLine(t *testing.T) {
+	p := t.TempDir() + "/pdrs.yaml"
+	if err := os.WriteFile(p, []byte("pdrs:\n  - {name: X, colour: red}\n  - {name: Y, size: big}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadPDRs(p)
+	want := "lab pdrs " + p + `: line 2: unknown key "colour" in a pdr (and 1 more)`
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+}

@@ -7,7 +7,31 @@ import (
 	"os"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/free5gc/gtpqos/internal/yamlerr"
 )
+
+// pdrYAML is one row of a lab PDR table file.
+type pdrYAML struct {
+	Name    string  `yaml:"name"`
+	SEID    uint64  `yaml:"seid"`
+	QER     uint32  `yaml:"qer"`
+	UE      string  `yaml:"ue"`
+	DN      string  `yaml:"dn"`
+	UEPort  uint16  `yaml:"ue_port"`
+	TEID    uint32  `yaml:"teid"`
+	QFI     uint8   `yaml:"qfi"`
+	Mark    uint32  `yaml:"mark"`
+	Offered float64 `yaml:"offered"`
+}
+
+// pdrsYAML is a lab PDR table file.
+type pdrsYAML struct {
+	PDRs []pdrYAML `yaml:"pdrs"`
+}
+
+// yamlWhere says where the file's types sit, for unknown keys.
+var yamlWhere = map[string]string{"pdrsYAML": "at top level", "pdrYAML": "in a pdr"}
 
 // LoadPDRs reads a lab PDR table from a YAML file:
 //
@@ -21,24 +45,11 @@ func LoadPDRs(path string) ([]PDR, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab pdrs: %w", err)
 	}
-	var doc struct {
-		PDRs []struct {
-			Name    string  `yaml:"name"`
-			SEID    uint64  `yaml:"seid"`
-			QER     uint32  `yaml:"qer"`
-			UE      string  `yaml:"ue"`
-			DN      string  `yaml:"dn"`
-			UEPort  uint16  `yaml:"ue_port"`
-			TEID    uint32  `yaml:"teid"`
-			QFI     uint8   `yaml:"qfi"`
-			Mark    uint32  `yaml:"mark"`
-			Offered float64 `yaml:"offered"`
-		} `yaml:"pdrs"`
-	}
+	var doc pdrsYAML
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("lab pdrs %s: %w", path, err)
+		return nil, yamlerr.OneLine("lab pdrs "+path, err, yamlWhere)
 	}
 	var out []PDR
 	for i, p := range doc.PDRs {
