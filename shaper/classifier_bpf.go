@@ -15,9 +15,13 @@ import (
 
 // bpfName names the program, map and filter of the mark classifier.
 const (
-	bpfProgName   = "gtpqos_mark"
-	bpfMapName    = "gtpqos_marks"
-	bpfFilterName = "gtpqos_mark"
+	bpfProgName = "gtpqos_mark24"
+	bpfMapName  = "gtpqos_marks"
+	// bpfFilterName names the current program (it masks the mark with
+	// MarkMask); bpfFilterPrefix finds any version, so an older program
+	// (it used all 32 bits) is replaced rather than adopted.
+	bpfFilterName   = "gtpqos_mark24"
+	bpfFilterPrefix = "gtpqos_mark"
 	// bpfMaxEntries bounds the mark map (one entry per flow class).
 	bpfMaxEntries = 1 << 16
 	// __sk_buff field offsets (include/uapi/linux/bpf.h).
@@ -61,6 +65,7 @@ func markProgram(mapFD int) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R1, skbMarkOff, asm.Word),
+		asm.And.Imm32(asm.R2, int32(MarkMask)),
 		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
 		asm.LoadMapPtr(asm.R1, mapFD),
 		asm.Mov.Reg(asm.R2, asm.RFP),
@@ -91,19 +96,34 @@ func (c *MarkBPFClassifier) load() (*ebpf.Map, *ebpf.Program, error) {
 	return m, p, nil
 }
 
-// installed finds the classifier's filter and returns its program id.
+// installed finds the classifier's filter (any version) and returns its
+// program id.
 func (c *MarkBPFClassifier) installed(env ClassifierEnv) (bool, int) {
+	f := c.installedFilter(env)
+	if f == nil {
+		return false, 0
+	}
+	return true, f.Id
+}
+
+// installedFilter returns the classifier's filter of any version, or nil.
+func (c *MarkBPFClassifier) installedFilter(env ClassifierEnv) *netlink.BpfFilter {
 	fs, err := env.Handle.FilterList(env.Link, env.Root)
 	if err != nil {
-		return false, 0
+		return nil
 	}
 	for _, f := range fs {
 		b, ok := f.(*netlink.BpfFilter)
-		if ok && b.Priority == BPFPrio && strings.HasPrefix(b.Name, bpfFilterName) {
-			return true, b.Id
+		if ok && b.Priority == BPFPrio && strings.HasPrefix(b.Name, bpfFilterPrefix) {
+			return b
 		}
 	}
-	return false, 0
+	return nil
+}
+
+// current reports whether f runs this version's program.
+func current(f *netlink.BpfFilter) bool {
+	return strings.HasPrefix(f.Name, bpfFilterName)
 }
 
 // adopt opens the map of the installed program.
@@ -157,12 +177,13 @@ func (c *MarkBPFClassifier) filter(env ClassifierEnv, fd int) *netlink.BpfFilter
 
 // ensure makes sure the filter is installed and c.m is its map.
 func (c *MarkBPFClassifier) ensure(env ClassifierEnv, res *ClassifierResult) error {
-	ok, id := c.installed(env)
-	if ok {
-		if c.m != nil && c.progID == id {
+	if f := c.installedFilter(env); f != nil && current(f) {
+		if c.m != nil && c.progID == f.Id {
 			return nil
 		}
-		return c.adopt(id)
+		return c.adopt(f.Id)
+	} else if f != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("replaced the older cls_bpf mark classifier %s (no mark mask)", f.Name))
 	}
 	m, p, err := c.load()
 	if err != nil {

@@ -21,7 +21,8 @@ const (
 
 // FwClassifier classifies by skb->mark with cls_fw: one fw filter per flow
 // (handle = mark, flowid = the flow's class), all at FwPrio, as the seed
-// experiment did by hand. Flows without a mark are skipped.
+// experiment did by hand, with mask MarkMask (cls_fw matches mark & mask, so
+// bits 24-31 do not matter). Flows without a mark are skipped.
 type FwClassifier struct{ writes int }
 
 // NewFwClassifier returns the fw classifier.
@@ -36,7 +37,7 @@ func fwFilter(env ClassifierEnv, mark, classID uint32, prio uint16) *netlink.FwF
 	return &netlink.FwFilter{
 		FilterAttrs: netlink.FilterAttrs{LinkIndex: env.Link.Attrs().Index, Parent: env.Root, Handle: mark,
 			Priority: prio, Protocol: unix.ETH_P_ALL},
-		ClassId: classID,
+		ClassId: classID, Mask: MarkMask,
 	}
 }
 
@@ -70,6 +71,21 @@ func (c *FwClassifier) Sync(ctx context.Context, env ClassifierEnv, desired *Tre
 			want[cl.Mark] = desired.ClassID(cl.Minor)
 		}
 	}
+	// cls_fw keeps one mask for all filters of a priority and refuses a
+	// filter with another: filters with the old full-width mask (the kernel
+	// lists no mask for 0xffffffff) go all at once and are re-created.
+	for _, f := range have {
+		if f.Mask != MarkMask {
+			if err := c.Remove(ctx, env); err != nil {
+				return res, err
+			}
+			res.Writes += c.takeWrites()
+			res.Deleted += len(have)
+			res.Notes = append(res.Notes, fmt.Sprintf("re-created the fw filters with mask %#x", MarkMask))
+			have = map[uint32]*netlink.FwFilter{}
+			break
+		}
+	}
 	// Remove stale entries first: a class about to be deleted must lose its
 	// filter before.
 	for mark, f := range have {
@@ -91,7 +107,7 @@ func (c *FwClassifier) Sync(ctx context.Context, env ClassifierEnv, desired *Tre
 		}
 		id := want[cl.Mark]
 		f, ok := have[cl.Mark]
-		if ok && f.ClassId == id && (f.Mask == 0 || f.Mask == 0xffffffff) {
+		if ok && f.ClassId == id {
 			continue
 		}
 		nf := fwFilter(env, cl.Mark, id, FwPrio)

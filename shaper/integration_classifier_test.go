@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 )
 
 // TestIntegrationClassifiers applies the seed with each classifier the
@@ -37,6 +40,13 @@ func TestIntegrationClassifiers(t *testing.T) {
 			}
 			sent += 3
 			for i, mark := range []uint32{2, 3, 4} {
+				l.send(t, mark, 3, 300)
+				l.waitPackets(t, rec, uint16(0x10+i), sent)
+			}
+			// Bits 24-31 are not the gtp5g patch's (bit 31: framed
+			// route): the classifier must ignore them.
+			sent += 3
+			for i, mark := range []uint32{0x80000002, 0xFF000003, 0x01000004} {
 				l.send(t, mark, 3, 300)
 				l.waitPackets(t, rec, uint16(0x10+i), sent)
 			}
@@ -116,5 +126,54 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 		if after := l.qdiscs(t); after != before {
 			t.Errorf("%s: device changed by a failed reconcile:\nbefore:\n%safter:\n%s", name, before, after)
 		}
+	}
+}
+
+// TestIntegrationBPFReplacesUnmaskedProgram installs the older mark program
+// (whole 32-bit mark, filter name "gtpqos_mark") and checks that a reconcile
+// replaces it with the masking one instead of adopting it.
+func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
+	l := newLab(t)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF)), tree)
+	link, err := l.h.LinkByName(l.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := ClassifierEnv{Handle: l.h, Link: link, Root: rootHandle()}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var old asm.Instructions
+	for _, ins := range markProgram(m.FD()) {
+		if ins.OpCode.ALUOp() != asm.And {
+			old = append(old, ins)
+		}
+	}
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL", Instructions: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := NewMarkBPFClassifier()
+	f := c.filter(env, p.FD())
+	f.Name = bpfFilterPrefix
+	if err := l.h.FilterReplace(f); err != nil {
+		t.Fatal(err)
+	}
+	rec := NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF))
+	res := mustReconcile(t, rec, tree)
+	if !strings.Contains(res.String(), "replaced the older cls_bpf mark classifier") {
+		t.Errorf("no note about the replaced program: %s", res)
+	}
+	if got := c.installedFilter(env); got == nil || !current(got) {
+		t.Fatalf("filter after reconcile %+v, want %s", got, bpfFilterName)
+	}
+	l.send(t, 0x80000002, 3, 300)
+	l.waitPackets(t, rec, 0x10, 3)
+	if res := mustReconcile(t, rec, tree); !res.InSync() {
+		t.Errorf("second apply: %s", res.Summary())
 	}
 }

@@ -131,6 +131,8 @@ func TestPlanProblems(t *testing.T) {
 			{ID: FlowID{1, 5}, Name: "E", QFI: 1, Mark: 5}},
 			DefaultPolicy(link),
 			[]string{"error duplicate-teid flow B (seid=1 qer=2) teid"}, []uint16{0x10, 0x11, 0x12, 0x13}},
+		{"mark outside the mask", []Flow{f(1, 0, 0, 0x80000002), f(2, 0, 0, 0x00FFFFFF)}, DefaultPolicy(link),
+			[]string{"error bad-mark flow A (seid=1 qer=1) mark"}, []uint16{0x10}},
 		{"qfi above 63", []Flow{{ID: FlowID{1, 1}, Name: "A", QFI: 64}}, DefaultPolicy(link),
 			[]string{"error bad-qfi flow A (seid=1 qer=1) qfi"}, nil},
 		{"absurd rate", []Flow{f(1, 0, MaxRate+1, 1)}, DefaultPolicy(link),

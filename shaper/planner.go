@@ -98,6 +98,10 @@ func (p *planner) checkFlow(f *Flow) bool {
 			ok = false
 		}
 	}
+	if f.Mark&^MarkMask != 0 {
+		p.add(Error, BadMark, f, "mark", "mark %#x has bits outside the mark field %#x (gtp5g patch: bits 24-31 are not the QoS mark)", f.Mark, MarkMask)
+		ok = false
+	}
 	if !ok {
 		return false
 	}

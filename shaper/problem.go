@@ -35,6 +35,9 @@ const (
 	// DuplicateTEID: two flows share one non-zero (TEID, QFI), the key
 	// stock gtp5g's packets are classified by.
 	DuplicateTEID
+	// BadMark: the flow's mark has bits outside MarkMask (the gtp5g patch's
+	// 24-bit QoS mark field).
+	BadMark
 )
 
 // String names the kind.
@@ -66,6 +69,8 @@ func (k ProblemKind) String() string {
 		return "bad-policy"
 	case DuplicateTEID:
 		return "duplicate-teid"
+	case BadMark:
+		return "bad-mark"
 	}
 	return fmt.Sprintf("problem(%d)", uint8(k))
 }
