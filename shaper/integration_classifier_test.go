@@ -177,3 +177,49 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 		t.Errorf("second apply: %s", res.Summary())
 	}
 }
+
+// TestIntegrationFwReplacesUnmaskedFilters installs a fw filter without a
+// mask (all 32 bits, as older versions did) and checks that a reconcile
+// re-creates the chain with MarkMask, so bits 24-31 are ignored.
+func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
+	l := newLab(t)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF)), tree)
+	link, err := l.h.LinkByName(l.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := ClassifierEnv{Handle: l.h, Link: link, Root: rootHandle()}
+	if err := NewFwClassifier().Probe(context.Background(), env); err != nil {
+		t.Skipf("kernel lacks cls_fw: %v", err)
+	}
+	rec := NewReconciler(l.h, l.dev, WithClassifierKind(KindFw))
+	mustReconcile(t, rec, tree)
+	// Replace the chain by an unmasked one.
+	if err := NewFwClassifier().Remove(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	old := fwFilter(env, 2, tree.ClassID(0x10), FwPrio)
+	old.Mask = 0
+	if err := l.h.FilterAdd(old); err != nil {
+		t.Fatal(err)
+	}
+	res := mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindFw)), tree)
+	if !strings.Contains(res.String(), "re-created the fw filters with mask") {
+		t.Errorf("no note about the re-created chain: %s", res)
+	}
+	have, err := NewFwClassifier().list(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for mark, f := range have {
+		if f.Mask != MarkMask {
+			t.Errorf("fw filter mark %#x has mask %#x, want %#x", mark, f.Mask, MarkMask)
+		}
+	}
+	if len(have) != 3 {
+		t.Errorf("%d fw filters, want 3:\n%s", len(have), l.ns.Run(t, "tc", "filter", "show", "dev", l.dev))
+	}
+	l.send(t, 0x80000002, 3, 300)
+	l.waitPackets(t, rec, 0x10, 3)
+}
