@@ -10,7 +10,8 @@
 //                flow's mark before gtp5g decapsulates; the N6 egress tree
 //                classifies the decapsulated packet by mark.
 //   mark_egress  (clsact egress on N6, optional): sets skb->priority to the
-//                class id the mark names, for kernels without cls_fw.
+//                class id the mark (bits 0-23, MARK_MASK) names, for
+//                kernels without cls_fw.
 //
 // Parsing follows TS 29.281 (GTP-U header, optional fields when any of
 // E/S/PN is set, extension header chain in 4-octet units with the next type
@@ -31,6 +32,9 @@
 #define GTP_FLAG_PN 0x01
 #define EXT_PDU_SESSION 0x85
 #define MAX_EXT_HDRS 8
+// The gtp5g patch's QoS mark field (gtp5g-patch/ABI.md, shaper.MarkMask):
+// bits 24-31 of skb->mark are not ours (bit 31: framed route).
+#define MARK_MASK 0x00FFFFFF
 
 // Link-layer header length in front of the IPv4 header: 14 on Ethernet,
 // 0 on an L3 device. Rewritten by the loader before the program loads.
@@ -248,7 +252,7 @@ int gtpu_ingress(struct __sk_buff *skb)
 SEC("tc")
 int mark_egress(struct __sk_buff *skb)
 {
-	__u32 mark = skb->mark;
+	__u32 mark = skb->mark & MARK_MASK;
 
 	if (mark == 0)
 		return TC_ACT_UNSPEC;
