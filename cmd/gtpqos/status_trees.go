@@ -78,6 +78,10 @@ type deviceRead struct {
 	rec     *shaper.Reconciler
 	tree    *shaper.Tree
 	before  map[uint32]shaper.ClassStats
+	// beforeAt is when the first reading was taken: a rate is the byte
+	// delta over the time between this device's two readings, not over the
+	// wait alone (reading the other device, or a loaded machine, adds to it).
+	beforeAt time.Time
 }
 
 func (n netlinkTrees) read(ctx context.Context, flows []shaper.Flow) (statusTreeView, error) {
@@ -108,7 +112,6 @@ func (n netlinkTrees) read(ctx context.Context, flows []shaper.Flow) (statusTree
 		return v, nil
 	}
 	flows = markUplink(flows, ulMarks)
-	start := time.Now()
 	if n.interval > 0 {
 		select {
 		case <-ctx.Done():
@@ -116,14 +119,15 @@ func (n netlinkTrees) read(ctx context.Context, flows []shaper.Flow) (statusTree
 		case <-time.After(n.interval):
 		}
 	}
-	elapsed := time.Since(start)
 	for _, r := range reads {
 		var after map[uint32]shaper.ClassStats
+		var elapsed time.Duration
 		if n.interval > 0 {
 			var err error
 			if after, err = r.rec.ClassStats(ctx); err != nil {
 				v.Problems = append(v.Problems, fmt.Sprintf("%s %s: class stats: %v", r.dev.Role, r.dev.Dev, err))
 			}
+			elapsed = time.Since(r.beforeAt)
 		}
 		for k, ci := range flowClasses(r.tree, flows, r.dir, r.before, after, elapsed) {
 			v.Classes[k] = ci
@@ -189,6 +193,7 @@ func readDevice(ctx context.Context, h *netlink.Handle, role, dev string) *devic
 		r.dev.Error = fmt.Sprintf("class stats: %v", err)
 		return r
 	}
+	r.beforeAt = time.Now()
 	r.tree = t
 	return r
 }

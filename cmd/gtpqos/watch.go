@@ -54,7 +54,7 @@ func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string,
 	fs.DurationVar(&resync, "resync", time.Duration(d.Resync), "full resync interval (repairs drift)")
 	fs.DurationVar(&retry, "retry", time.Duration(d.Retry), "wait before retrying when gtp5g or a device is gone")
 	fs.StringVar(&markMode, "mark-mode", d.MarkMode, "gtp5g patch mark mode to set: flow, qfi or keep")
-	fs.StringVar(&cls, "classifier", d.Classifier, "classifier: auto, fw, bpf (patched gtp5g); stock gtp5g uses gtpu")
+	fs.StringVar(&cls, "classifier", d.Classifier, "classifier: auto, fw, bpf (patched gtp5g marks packets); stock gtp5g always uses gtpu (TEID+QFI)")
 	fs.StringVar(&metrics, "metrics-addr", d.MetricsAddr, "Prometheus listen address (loopback only; 'off' disables)")
 	fs.BoolVar(&cleanup, "cleanup-on-exit", false, "remove the trees on SIGTERM/SIGINT (default: leave them shaping)")
 	fs.BoolVar(&force, "force", false, "replace a root qdisc gtpqos did not create")
@@ -165,6 +165,10 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("gtp5g features: %w", err)
 	}
 	patched := feats.Has(gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents)
+	if patched && dlPol.Classifier == shaper.KindGTPU {
+		gc.Close()
+		return fmt.Errorf("classifier gtpu is for stock gtp5g; this gtp5g (features %s) marks packets: use auto, fw or bpf", feats)
+	}
 
 	// 2. Devices: each must exist, and only one watch may manage it (the
 	// lock is taken before anything is changed).
