@@ -22,7 +22,8 @@ type Config struct {
 	Env map[string]string
 	// Files are copied into the work directory before boot: key is the
 	// name under GuestWorkDir in the guest, value the host path. (The
-	// host's /tmp is hidden in the guest, so hand files over this way.)
+	// host's /tmp is hidden in the guest, so hand files over this way; only
+	// a repository checked out under /tmp, /run or /var/tmp is shared again.)
 	Files map[string]string
 	// KO is a host path to an extra kernel module (e.g. gtp5g.ko, usually
 	// os.Getenv("GTP5G_KO")). It is copied into the guest, its

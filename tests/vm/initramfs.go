@@ -47,6 +47,10 @@ type initParams struct {
 	ko      string   // guest path of the extra module, or ""
 	koDeps  []string
 	koArgs  []string
+	// repo is a host directory under one of the guest's tmpfs mounts (/tmp,
+	// /run, /var/tmp) that is shared again, read-only, over 9p tag "repo" at
+	// the same path: the repository when it was cloned there (as CI may).
+	repo string
 }
 
 // findStaticBusybox returns a statically linked busybox (Debian's
@@ -149,7 +153,12 @@ mount -t tmpfs -o mode=755 tmpfs /host/run || fail "tmpfs on /run"
 mkdir -p /host/run/vm /host/run/netns /host/run/lock
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 work /host/run/vm || fail "mount work dir over 9p (tag work)"
 [ -d /host/var/tmp ] && mount -t tmpfs -o mode=1777 tmpfs /host/var/tmp
-mount -t proc proc /host/proc || fail "proc"
+`)
+	if p.repo != "" {
+		fmt.Fprintf(&s, "mkdir -p %[1]s && mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose repo %[1]s || fail \"mount %[2]s over 9p (tag repo)\"\n",
+			shQuote("/host"+p.repo), p.repo)
+	}
+	s.WriteString(`mount -t proc proc /host/proc || fail "proc"
 mount -t sysfs sysfs /host/sys || fail "sysfs"
 mount -t devtmpfs devtmpfs /host/dev || fail "devtmpfs"
 mkdir -p /host/dev/pts /host/dev/shm /host/dev/net

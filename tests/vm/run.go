@@ -54,7 +54,7 @@ func RunContext(ctx context.Context, workDir string, cfg Config) (*Result, error
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 
-	p := initParams{modules: append(append([]string{}, DefaultModules...), cfg.Modules...)}
+	p := initParams{modules: append(append([]string{}, DefaultModules...), cfg.Modules...), repo: repoUnderTmpfs()}
 	release := cfg.KernelRelease
 	if cfg.KO != "" {
 		rel, deps, err := koRelease(cfg.KO)
@@ -98,7 +98,7 @@ func RunContext(ctx context.Context, workDir string, cfg Config) (*Result, error
 	if err := buildInitramfs(initrd, p); err != nil {
 		return nil, err
 	}
-	res, err := runQEMU(ctx, k, initrd, workDir, cfg)
+	res, err := runQEMU(ctx, k, initrd, workDir, p.repo, cfg)
 	if res != nil {
 		res.Kernel = k.Release
 		res.WorkDir = workDir
@@ -133,7 +133,30 @@ func writeScripts(meta string, cfg Config) error {
 	return nil
 }
 
-func runQEMU(ctx context.Context, k *Kernel, initrd, workDir string, cfg Config) (*Result, error) {
+// repoUnderTmpfs returns the module root above the working directory when
+// it lies under a directory the guest covers with tmpfs (/tmp, /run,
+// /var/tmp), else "". Such a checkout (a CI clone in /tmp, say) would be
+// invisible in the guest, so Run shares it again at the same path.
+func repoUnderTmpfs() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err != nil {
+			continue
+		}
+		for _, t := range []string{"/tmp/", "/run/", "/var/tmp/"} {
+			if strings.HasPrefix(d+"/", t) {
+				return d
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg Config) (*Result, error) {
 	args := []string{
 		"-accel", "tcg", "-cpu", "max",
 		"-smp", strconv.Itoa(cfg.CPUs), "-m", strconv.Itoa(cfg.MemoryMiB),
@@ -143,6 +166,9 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir string, cfg Config)
 		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init tsc=reliable mitigations=off",
 		"-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
 		"-virtfs", "local,path=" + workDir + ",mount_tag=work,security_model=none,multidevs=remap",
+	}
+	if repo != "" {
+		args = append(args, "-virtfs", "local,path="+repo+",mount_tag=repo,security_model=none,readonly=on,multidevs=remap")
 	}
 	cmd := exec.Command("qemu-system-x86_64", args...)
 	// Pdeathsig fires when the thread that forked qemu exits: keep this
