@@ -9,8 +9,8 @@ import (
 	"github.com/mdlayher/netlink/nlenc"
 )
 
-// This file builds messages the way gtp5g v0.10.2's gtp5g_genl_fill_qer /
-// _pdr / _far do (same attribute order, types and widths), plus the
+// This file builds messages the way gtp5g v0.10.2's QER, PDR and FAR fill
+// functions do (same attribute order, types and widths), plus the
 // attributes the gtpqos patch series adds (gtp5g-patch/ABI.md).
 
 // kqer is a QER as gtp5g's struct qer stores it.

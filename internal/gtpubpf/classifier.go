@@ -3,6 +3,7 @@ package gtpubpf
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -120,6 +121,20 @@ func (c *Classifier) attach(env shaper.ClassifierEnv, link netlink.Link, hook Ho
 	}
 	c.att[k] = a
 	return wrote, nil
+}
+
+// attachNoting attaches the named program like attach and, when that
+// wrote, counts the write and notes it in res.
+func (c *Classifier) attachNoting(env shaper.ClassifierEnv, link netlink.Link, hook Hook, which string, res *shaper.ClassifierResult) error {
+	wrote, err := c.attach(env, link, hook, which)
+	if err != nil {
+		return err
+	}
+	if wrote {
+		res.Writes++
+		res.Notes = append(res.Notes, fmt.Sprintf("attached %s to dev %s clsact %s", strings.ReplaceAll(which, "-", "_"), link.Attrs().Name, hook))
+	}
+	return nil
 }
 
 // detach removes the named filter from the hook: the one this Classifier

@@ -2,7 +2,6 @@ package gtpubpf
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/free5gc/gtpqos/shaper"
 )
@@ -54,15 +53,8 @@ func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *s
 		}
 		res.Writes++
 	}
-	wrote, err := c.attach(env, env.Link, Egress, "gtpu-egress")
-	if err != nil {
-		return res, err
-	}
-	if wrote {
-		res.Writes++
-		res.Notes = append(res.Notes, fmt.Sprintf("attached gtpu_egress to dev %s clsact egress", env.Link.Attrs().Name))
-	}
-	return res, nil
+	err = c.attachNoting(env, env.Link, Egress, "gtpu-egress", &res)
+	return res, err
 }
 
 // Bindings reads the downlink map back: this process's, or before the first

@@ -76,23 +76,11 @@ func (u uplink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *sha
 	if err != nil {
 		return res, err
 	}
-	wrote, err := c.attach(env, n3, Ingress, "gtpu-ingress")
-	if err != nil {
+	if err := c.attachNoting(env, n3, Ingress, "gtpu-ingress", &res); err != nil {
 		return res, err
 	}
-	if wrote {
-		res.Writes++
-		res.Notes = append(res.Notes, fmt.Sprintf("attached gtpu_ingress to dev %s clsact ingress", n3.Attrs().Name))
-	}
-	wrote, err = c.attach(env, env.Link, Egress, "mark-egress")
-	if err != nil {
-		return res, err
-	}
-	if wrote {
-		res.Writes++
-		res.Notes = append(res.Notes, fmt.Sprintf("attached mark_egress to dev %s clsact egress", env.Link.Attrs().Name))
-	}
-	return res, nil
+	err = c.attachNoting(env, env.Link, Egress, "mark-egress", &res)
+	return res, err
 }
 
 // Bindings reads the uplink maps back: (TEID, QFI) -> mark -> class.
