@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target in the module for a short time each.
-# Usage: scripts/fuzz.sh DURATION   (e.g. 5s)
+# Usage: scripts/fuzz.sh FUZZTIME   (an input count such as 20000x, or a duration such as 5s)
 set -euo pipefail
-dur=${1:-5s}
+dur=${1:-20000x}
 n=0
 while IFS= read -r file; do
   pkg=./$(dirname "$file")
