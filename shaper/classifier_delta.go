@@ -101,6 +101,13 @@ func (c *MarkBPFClassifier) SyncDelta(ctx context.Context, env ClassifierEnv, pr
 		return c.Sync(ctx, env, desired)
 	}
 	var res ClassifierResult
+	// A map entry is only a write if our program still reads the map: a
+	// device moved to another netns and back, or a root deleted by hand,
+	// keeps its ifindex but loses the filter. Fail then, so the Reconciler
+	// forgets and the next run reads the kernel and rebuilds.
+	if f := c.installedFilter(env); f == nil || f.Id != c.progID {
+		return res, fmt.Errorf("dev %s: the gtpqos cls_bpf filter is gone or replaced: full resync needed", env.Link.Attrs().Name)
+	}
 	del, put := markDelta(prev, desired)
 	for _, k := range del {
 		if err := c.m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {

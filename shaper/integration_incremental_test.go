@@ -183,3 +183,35 @@ func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 		t.Errorf("default mode read the class list %d times in 2 runs, want 2", n)
 	}
 }
+
+// TestIntegrationIncrementalTreeGoneFails: when the root is deleted by hand
+// (as when a device leaves the netns and comes back with its ifindex), an
+// incremental run that would only write classifier entries must fail
+// instead of writing into a map no filter reads, and the next run must
+// read the kernel and rebuild.
+func TestIntegrationIncrementalTreeGoneFails(t *testing.T) {
+	l := newLab(t)
+	rec := NewReconciler(l.h, l.dev, WithTrustLastWrite(true))
+	flows := seedFlows()
+	pol := DefaultPolicy(30 * mbit)
+	tree := mustPlan(t, flows, pol)
+	mustReconcile(t, rec, tree)
+	want := l.tcClasses(t)
+
+	l.ns.Run(t, "tc", "qdisc", "del", "dev", l.dev, "root")
+	// Only a mark changes: the classes stay, so an incremental run would
+	// touch nothing but the classifier.
+	flows[0].Mark = 0x42
+	pol.Previous = tree
+	moved := mustPlan(t, flows, pol)
+	if _, err := rec.Reconcile(context.Background(), moved); err == nil {
+		t.Fatal("incremental reconcile over a deleted tree succeeded; want an error (full resync needed)")
+	}
+	res := mustReconcile(t, rec, moved)
+	if res.Incremental {
+		t.Errorf("run after the failure was incremental: %s", res.Summary())
+	}
+	if got := l.tcClasses(t); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("after the full run:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
