@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/watch"
 )
 
 func init() {
@@ -50,9 +51,10 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	cls := fs.String("classifier", "", "classifier: auto, fw or bpf (default: the file's policy, else auto)")
 	dir := fs.String("direction", "all", "flows to shape on this device: all, downlink (N3) or uplink (N6)")
 	leaf := fs.String("leaf", "", "leaf qdisc: auto, fq_codel or fifo (default: the file's policy, else auto)")
+	lockDir := fs.String("lock-dir", watch.DefaultLockDir, "where gtpqos watch keeps its device locks: apply refuses a device a running watch holds")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos apply -f flows.yaml --dev IF [--force] [--classifier auto|fw|bpf] [--leaf auto|fq_codel|fifo] [--direction all|downlink|uplink]")
+			fmt.Fprintln(stdout, "usage: gtpqos apply -f flows.yaml --dev IF [--force] [--classifier auto|fw|bpf] [--leaf auto|fq_codel|fifo] [--direction all|downlink|uplink] [--lock-dir /run/gtpqos]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
@@ -92,6 +94,11 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := checkDev(h, *dev); err != nil {
 		return err
 	}
+	unlock, err := lockIfWatched(*lockDir, *dev, "applied", "a running gtpqos watch manages this device: change its config instead")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	rec := shaper.NewReconciler(h, *dev, opts...)
 	// Keep class ids stable across runs: plan against the kernel's tree.
 	prev, err := rec.Actual(ctx)

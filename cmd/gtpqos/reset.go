@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -52,16 +50,12 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := checkDev(h, *dev); err != nil {
 		return err
 	}
-	// A running watch would rebuild what reset removes: refuse, and hold
-	// the lock meanwhile so none starts. Without a lock file no watch ever
-	// ran on the device (and none is created here).
-	if _, err := os.Stat(filepath.Join(*lockDir, *dev+".lock")); err == nil {
-		lock, err := watch.LockDevice(*lockDir, *dev)
-		if err != nil {
-			return fmt.Errorf("dev %s: not reset: %w (stop it first; with --cleanup-on-exit it removes its trees itself)", *dev, err)
-		}
-		defer lock.Unlock()
+	// A running watch would rebuild what reset removes.
+	unlock, err := lockIfWatched(*lockDir, *dev, "reset", "stop it first; with --cleanup-on-exit it removes its trees itself")
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	lines, err := resetDevice(ctx, h, *dev)
 	for _, l := range lines {
 		fmt.Fprintln(stdout, l)
