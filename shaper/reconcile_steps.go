@@ -399,6 +399,9 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 				return fail(fmt.Errorf("dev %s: create %s class %s: %w", r.dev, c.Role, desired.Handle(c.Minor), err))
 			}
 			v.written(hc)
+			// The kernel destroys a leaf class's qdisc when it gains its
+			// first child, and does not bring it back: forget it.
+			delete(v.byParent, desired.ClassID(c.Parent))
 			res.Created = append(res.Created, c.Minor)
 		case !same(toKernel(desired, c), fromNetlink(a)):
 			hc := r.htbClass(link, desired, c)
