@@ -86,19 +86,11 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		opts = append(opts, shaper.WithLeaf(k))
 	}
-	h, err := newHandle()
+	h, done, err := openWatchedDev(*dev, *lockDir, "applied", "a running gtpqos watch manages this device: change its config instead")
 	if err != nil {
 		return err
 	}
-	defer h.Close()
-	if err := checkDev(h, *dev); err != nil {
-		return err
-	}
-	unlock, err := lockIfWatched(*lockDir, *dev, "applied", "a running gtpqos watch manages this device: change its config instead")
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	defer done()
 	rec := shaper.NewReconciler(h, *dev, opts...)
 	// Keep class ids stable across runs: plan against the kernel's tree.
 	prev, err := rec.Actual(ctx)

@@ -42,20 +42,12 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	h, err := newHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	if err := checkDev(h, *dev); err != nil {
-		return err
-	}
 	// A running watch would rebuild what reset removes.
-	unlock, err := lockIfWatched(*lockDir, *dev, "reset", "stop it first; with --cleanup-on-exit it removes its trees itself")
+	h, done, err := openWatchedDev(*dev, *lockDir, "reset", "stop it first; with --cleanup-on-exit it removes its trees itself")
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer done()
 	lines, err := resetDevice(ctx, h, *dev)
 	for _, l := range lines {
 		fmt.Fprintln(stdout, l)
