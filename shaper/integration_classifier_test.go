@@ -17,11 +17,7 @@ func TestIntegrationClassifiers(t *testing.T) {
 	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
 	// Create the root once so probes have a qdisc to work on.
 	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF)), tree)
-	link, err := l.h.LinkByName(l.dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := ClassifierEnv{Handle: l.h, Link: link, Root: rootHandle()}
+	env := l.classifierEnv(t)
 	var sent uint64
 	for _, k := range []ClassifierKind{KindFw, KindBPF, KindFw} {
 		t.Run(string(k), func(t *testing.T) {
@@ -136,11 +132,7 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
 	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF)), tree)
-	link, err := l.h.LinkByName(l.dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := ClassifierEnv{Handle: l.h, Link: link, Root: rootHandle()}
+	env := l.classifierEnv(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16})
 	if err != nil {
 		t.Fatal(err)
@@ -185,11 +177,7 @@ func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
 	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF)), tree)
-	link, err := l.h.LinkByName(l.dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := ClassifierEnv{Handle: l.h, Link: link, Root: rootHandle()}
+	env := l.classifierEnv(t)
 	if err := NewFwClassifier().Probe(context.Background(), env); err != nil {
 		t.Skipf("kernel lacks cls_fw: %v", err)
 	}
@@ -222,4 +210,15 @@ func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	}
 	l.send(t, 0x80000002, 3, 300)
 	l.waitPackets(t, rec, 0x10, 3)
+}
+
+// classifierEnv is the classifier environment of the lab's device under
+// gtpqos's HTB root.
+func (l *lab) classifierEnv(t *testing.T) ClassifierEnv {
+	t.Helper()
+	link, err := l.h.LinkByName(l.dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ClassifierEnv{Handle: l.h, Link: link, Root: rootHandle()}
 }

@@ -144,16 +144,7 @@ func TestDownlinkClassifiesOnVeth(t *testing.T) {
 	ns.Run(t, "ip", "addr", "add", "10.99.0.2/24", "dev", b)
 	ns.Run(t, "ip", "neigh", "replace", "10.99.0.9", "lladdr", "02:00:00:00:00:09", "dev", a, "nud", "permanent")
 	htb(t, ns, a, 0x10, 0x11, 0x12)
-	h, err := netlink.NewHandleAt(ns.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	link, err := h.LinkByName(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := shaper.ClassifierEnv{Handle: h, Link: link, Root: uint32(shaper.OwnedMajor) << 16}
+	h, env := classifierEnv(t, ns, a)
 	c := New(Options{N3: a})
 	defer c.Close(h)
 	dl := c.Downlink()
@@ -189,7 +180,7 @@ func TestDownlinkClassifiesOnVeth(t *testing.T) {
 	send(t, gtp, "10.99.0.9:2152", gtpPayload(300, 2), 3)               // unknown session
 	send(t, other, "10.99.0.9:9999", []byte("not gtp"), 4)              // untouched
 	send(t, other, "10.99.0.9:2152", []byte{0, 1, 2, 3, 4, 5, 6, 7}, 2) // not GTPv1: untouched
-	got := waitPackets(t, h, link, map[uint16]uint64{0x10: 5, 0x11: 7, 0x12: 6, 2: 3})
+	got := waitPackets(t, h, env.Link, map[uint16]uint64{0x10: 5, 0x11: 7, 0x12: 6, 2: 3})
 	if got[0x10] != 5 || got[0x11] != 7 || got[0x12] != 6 || got[2] < 3 {
 		t.Errorf("class packets %v, want 16:5 17:7 18:6 (untouched priority) 2:>=3 (default), minors in decimal", got)
 	}
@@ -200,7 +191,7 @@ func TestDownlinkClassifiesOnVeth(t *testing.T) {
 	if st.Downlink.Hit != 12 || st.Downlink.Miss != 3 {
 		t.Errorf("program counters %+v, want 12 hits, 3 misses", st.Downlink)
 	}
-	snap, err := ReadAttached(h, link, Egress)
+	snap, err := ReadAttached(h, env.Link, Egress)
 	if err != nil || snap == nil {
 		t.Fatalf("ReadAttached: %v, %v", snap, err)
 	}
@@ -227,16 +218,7 @@ func TestAttachLeavesForeignObjects(t *testing.T) {
 	ns.Run(t, "tc", "qdisc", "add", "dev", a, "clsact")
 	// A classic-BPF filter that matches nothing, at priority 1.
 	ns.Run(t, "tc", "filter", "add", "dev", a, "egress", "prio", "1", "handle", "1", "bpf", "bytecode", "1,6 0 0 0,")
-	h, err := netlink.NewHandleAt(ns.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	link, err := h.LinkByName(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := shaper.ClassifierEnv{Handle: h, Link: link, Root: uint32(shaper.OwnedMajor) << 16}
+	h, env := classifierEnv(t, ns, a)
 	c := New(Options{N3: a})
 	defer c.Close(h)
 	if _, err := c.Downlink().Sync(t.Context(), env, tree(flowClass(0x10, 1, 100, 2, 0))); err != nil {
@@ -258,7 +240,7 @@ func TestAttachLeavesForeignObjects(t *testing.T) {
 	}
 
 	ns.Run(t, "tc", "filter", "add", "dev", a, "egress", "prio", fmt.Sprint(FilterPriority), "handle", "1", "bpf", "bytecode", "1,6 0 0 0,")
-	_, err = New(Options{N3: a}).Downlink().Sync(t.Context(), env, tree())
+	_, err := New(Options{N3: a}).Downlink().Sync(t.Context(), env, tree())
 	if err == nil || !strings.Contains(err.Error(), "does not own") || !strings.Contains(err.Error(), a) {
 		t.Errorf("sync over a foreign filter at our priority: err %v, want one naming dev %s and 'does not own'", err, a)
 	}
@@ -288,16 +270,7 @@ func TestUplinkMarksSurviveForwarding(t *testing.T) {
 	upf.Run(t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	htb(t, upf, n6, 0x10, 0x11)
 
-	h, err := netlink.NewHandleAt(upf.Handle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	link, err := h.LinkByName(n6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := shaper.ClassifierEnv{Handle: h, Link: link, Root: uint32(shaper.OwnedMajor) << 16}
+	h, env := classifierEnv(t, upf, n6)
 	c := New(Options{N3: n3})
 	defer c.Close(h)
 	ul := c.Uplink()
@@ -320,7 +293,7 @@ func TestUplinkMarksSurviveForwarding(t *testing.T) {
 	send(t, s, "10.98.0.2:2152", gtpPayload(100, 2), 5)
 	send(t, s, "10.98.0.2:2152", gtpPayload(200, 2), 7)
 	send(t, s, "10.98.0.2:2152", gtpPayload(300, 2), 3) // unknown session: no mark
-	got := waitPackets(t, h, link, map[uint16]uint64{0x10: 5, 0x11: 7, 2: 3})
+	got := waitPackets(t, h, env.Link, map[uint16]uint64{0x10: 5, 0x11: 7, 2: 3})
 	if got[0x10] != 5 || got[0x11] != 7 || got[2] < 3 {
 		t.Errorf("N6 class packets %v, want 16:5 17:7 2:>=3 (minors in decimal)", got)
 	}
@@ -333,4 +306,21 @@ func TestUplinkMarksSurviveForwarding(t *testing.T) {
 			t.Errorf("dev %s %s: filter left after Remove:\n%s", x.dev, x.hook, out)
 		}
 	}
+}
+
+// classifierEnv opens a netlink handle in ns (closed when the test ends)
+// and returns it with the classifier environment for dev under gtpqos's
+// HTB root.
+func classifierEnv(t *testing.T, ns *testenv.NetNS, dev string) (*netlink.Handle, shaper.ClassifierEnv) {
+	t.Helper()
+	h, err := netlink.NewHandleAt(ns.Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	link, err := h.LinkByName(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, shaper.ClassifierEnv{Handle: h, Link: link, Root: uint32(shaper.OwnedMajor) << 16}
 }
