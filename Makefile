@@ -24,10 +24,10 @@ build: ## Build bin/gtpqos
 
 # Packages whose tests measure throughput through the lab: run one at a time,
 # after the rest, so a parallel build or a 10k-class test does not skew them.
-TIMED   := ./tests/lab/ ./tests/stock/
+TIMED   := ./lab/ ./tests/stock/
 
 test: deps ## Run every test: unit, fuzz smoke, netns (root) and the Debian-kernel VM (root)
-	$(GO) test -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v -e '/tests/lab$$' -e '/tests/stock$$')
+	$(GO) test -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v -e '/lab$$' -e '/tests/stock$$')
 	$(GO) test -count=1 -p 1 -timeout 20m $(TIMED)
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory vm-test
@@ -51,9 +51,9 @@ lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
 
-generate: ## Rebuild internal/gtpubpf's BPF objects with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
+generate: ## Rebuild shaper/classify/gtpu's BPF objects with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
 	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || apt-get install -y clang llvm libbpf-dev
-	BPF_CFLAGS="-I/usr/include/$$(uname -m)-linux-gnu" $(GO) generate ./internal/gtpubpf/
+	BPF_CFLAGS="-I/usr/include/$$(uname -m)-linux-gnu" $(GO) generate ./shaper/classify/gtpu/
 
 clean: ## Remove build output
 	rm -rf bin

@@ -15,11 +15,11 @@ import (
 
 	gtp5gnl "github.com/free5gc/go-gtp5gnl"
 	"github.com/free5gc/gtpqos/gtpnl"
-	"github.com/free5gc/gtpqos/internal/gtp5gtest"
-	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/tests/gtp5gtest"
+	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/khirono/go-nl"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/gtpnl"
-	"github.com/free5gc/gtpqos/internal/gtp5gtest"
-	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/tests/gtp5gtest"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // checkEventSeqPerNetns checks that the patch counts event sequence

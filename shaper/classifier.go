@@ -45,7 +45,7 @@ type ClassifierResult struct {
 
 // Classifier steers each flow's packets into its class. The shaper package
 // implements FwClassifier and MarkBPFClassifier; other packages (for example
-// internal/gtpubpf, keyed by TEID+QFI) implement it without the shaper
+// shaper/classify/gtpu, keyed by TEID+QFI) implement it without the shaper
 // importing them, and are passed to NewReconciler with WithClassifier.
 //
 // The Reconciler calls Sync after it has created and changed classes and

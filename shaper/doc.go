@@ -24,5 +24,5 @@
 // Classification goes through the [Classifier] interface: [FwClassifier]
 // (cls_fw, mark -> class, as the seed experiment) and [MarkBPFClassifier]
 // (cls_bpf direct-action + BPF hash map mark -> class id, for kernels without
-// cls_fw). Other packages (internal/gtpubpf) implement the interface too.
+// cls_fw). Other packages (shaper/classify/gtpu) implement the interface too.
 package shaper

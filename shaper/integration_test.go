@@ -17,7 +17,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // lab is a netns with a veth pair; dev is the shaped end.

@@ -76,7 +76,7 @@ func ParseAdmission(s string) (Admission, error) {
 }
 
 // ClassifierKind names a classifier. The shaper implements KindAuto, KindFw
-// and KindBPF; KindGTPU is implemented by internal/gtpubpf and reaches the
+// and KindBPF; KindGTPU is implemented by shaper/classify/gtpu and reaches the
 // Reconciler through WithClassifier. No other kind is valid.
 type ClassifierKind string
 
@@ -90,7 +90,7 @@ const (
 	// and a BPF hash map mark -> class id (O(1), no cls_fw needed).
 	KindBPF ClassifierKind = "bpf"
 	// KindGTPU classifies stock gtp5g's packets by (TEID, QFI) from the
-	// GTP-U header (internal/gtpubpf, whose Kind it equals). The shaper does
+	// GTP-U header (shaper/classify/gtpu, whose Kind it equals). The shaper does
 	// not build it: pass it with WithClassifier.
 	KindGTPU ClassifierKind = "gtpu"
 )

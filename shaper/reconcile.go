@@ -46,7 +46,7 @@ func WithForce(force bool) Option { return func(r *Reconciler) { r.force = force
 // one the desired tree names.
 func WithClassifierKind(k ClassifierKind) Option { return func(r *Reconciler) { r.kind = k } }
 
-// WithClassifier uses c (for example internal/gtpubpf's) for classification.
+// WithClassifier uses c (for example shaper/classify/gtpu's) for classification.
 func WithClassifier(c Classifier) Option { return func(r *Reconciler) { r.cls = c; r.kind = c.Kind() } }
 
 // WithLeaf forces a leaf qdisc kind instead of the desired tree's.

@@ -7,22 +7,22 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
 // stockApplier builds what `gtpqos watch` builds on stock gtp5g: the N3
 // tree classified by the GTP-U (TEID, QFI) BPF classifier.
-func (l *htbLab) stockApplier(t testing.TB) (*ShaperApplier, *gtpubpf.Classifier, *netlink.Handle) {
+func (l *htbLab) stockApplier(t testing.TB) (*ShaperApplier, *gtpu.Classifier, *netlink.Handle) {
 	t.Helper()
 	h, err := netlink.NewHandleAt(l.ns.Handle)
 	if err != nil {
 		t.Fatalf("netlink handle: %v", err)
 	}
 	t.Cleanup(h.Close)
-	gc := gtpubpf.New(gtpubpf.Options{N3: l.dev})
+	gc := gtpu.New(gtpu.Options{N3: l.dev})
 	pol := l.pol
-	pol.Classifier = gtpubpf.Kind
+	pol.Classifier = shaper.KindGTPU
 	return NewShaperApplier(shaper.NewReconciler(h, l.dev, shaper.WithClassifier(gc.Downlink())), pol), gc, h
 }
 

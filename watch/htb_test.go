@@ -16,8 +16,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // htbLab is a veth in a throwaway netns with a real HTB tree on one end.

@@ -15,11 +15,11 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/free5gc/gtpqos/internal/ab"
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/kmod"
+	"github.com/free5gc/gtpqos/lab"
+	"github.com/free5gc/gtpqos/lab/ab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/tests/lab"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
 func init() {
@@ -138,7 +138,7 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 		log.Infof("lab up: netns %s, N3 dev %s, rate scale %g", strings.Join(l.Namespaces(), " "), lab.N3Dev, l.Scale())
 		if f.noMarks {
 			fillTEIDs(opts.Arms, l.PDRs())
-			cls := gtpubpf.New(gtpubpf.Options{N3: lab.N3Dev})
+			cls := gtpu.New(gtpu.Options{N3: lab.N3Dev})
 			defer cls.Close(l.UPFNetlink())
 			shOpts = append(shOpts, shaper.WithClassifier(cls.Downlink()))
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/watch"
 )
 

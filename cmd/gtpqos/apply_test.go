@@ -11,7 +11,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 const examples = "../../examples/"

@@ -10,8 +10,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -58,12 +58,12 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 // resetDevice removes what gtpqos owns on dev through h and returns one
 // line per thing removed (or one line saying nothing was):
 //
-//   - the gtpqos clsact filters (cls_bpf at gtpubpf.FilterPriority named
-//     gtpubpf.NamePrefix+...) on the egress and ingress hooks: the stock-gtp5g
+//   - the gtpqos clsact filters (cls_bpf at gtpu.FilterPriority named
+//     gtpu.NamePrefix+...) on the egress and ingress hooks: the stock-gtp5g
 //     GTP-U classifier's gtpu_egress / gtpu_ingress on N3 and mark_egress on
 //     N6. Filters of any other name or priority are left alone.
 //   - the clsact qdisc, only when gtpqos added it (its filters' names end in
-//     gtpubpf.ClsactOwnedSuffix) and it is empty once they are gone; a
+//     gtpu.ClsactOwnedSuffix) and it is empty once they are gone; a
 //     clsact that was there before gtpqos, or that holds anyone else's
 //     filter, stays.
 //   - the HTB tree rooted at shaper.OwnedMajor (with the fw/bpf mark
@@ -79,19 +79,19 @@ func resetDevice(ctx context.Context, h *netlink.Handle, dev string) ([]string, 
 		return nil, err
 	}
 	removedFilter := false
-	for _, hook := range []gtpubpf.Hook{gtpubpf.Egress, gtpubpf.Ingress} {
+	for _, hook := range []gtpu.Hook{gtpu.Egress, gtpu.Ingress} {
 		fs, err := ourFilters(h, link, hook)
 		if err != nil {
 			return lines, err
 		}
 		for _, f := range fs {
-			a := gtpubpf.Attachment{LinkIndex: link.Attrs().Index, LinkName: dev, Hook: hook, Name: f.Name, ProgramID: uint32(f.Id)}
-			if err := gtpubpf.Detach(h, a); err != nil {
+			a := gtpu.Attachment{LinkIndex: link.Attrs().Index, LinkName: dev, Hook: hook, Name: f.Name, ProgramID: uint32(f.Id)}
+			if err := gtpu.Detach(h, a); err != nil {
 				return lines, fmt.Errorf("dev %s: remove clsact %s filter %s: %w", dev, hook, f.Name, err)
 			}
 			removedFilter = true
 			note := ""
-			if gtpubpf.BaseName(f.Name) == gtpubpf.FilterUplinkN3 {
+			if gtpu.BaseName(f.Name) == gtpu.FilterUplinkN3 {
 				note = "; the N6 tree's uplink flows lose their marks and reach its default class"
 			}
 			lines = append(lines, fmt.Sprintf("dev %s: removed clsact %s filter %s (BPF program %d, GTP-U classifier%s)", dev, hook, f.Name, f.Id, note))
@@ -129,9 +129,9 @@ func resetDevice(ctx context.Context, h *netlink.Handle, dev string) ([]string, 
 }
 
 // ourFilters lists the gtpqos cls_bpf filters on link's clsact hook.
-func ourFilters(h *netlink.Handle, link netlink.Link, hook gtpubpf.Hook) ([]*netlink.BpfFilter, error) {
+func ourFilters(h *netlink.Handle, link netlink.Link, hook gtpu.Hook) ([]*netlink.BpfFilter, error) {
 	parent := uint32(netlink.HANDLE_MIN_EGRESS)
-	if hook == gtpubpf.Ingress {
+	if hook == gtpu.Ingress {
 		parent = netlink.HANDLE_MIN_INGRESS
 	}
 	fs, err := h.FilterList(link, parent)
@@ -141,7 +141,7 @@ func ourFilters(h *netlink.Handle, link netlink.Link, hook gtpubpf.Hook) ([]*net
 	var out []*netlink.BpfFilter
 	for _, f := range fs {
 		bf, ok := f.(*netlink.BpfFilter)
-		if ok && f.Attrs().Priority == gtpubpf.FilterPriority && strings.HasPrefix(bf.Name, gtpubpf.NamePrefix) {
+		if ok && f.Attrs().Priority == gtpu.FilterPriority && strings.HasPrefix(bf.Name, gtpu.NamePrefix) {
 			out = append(out, bf)
 		}
 	}

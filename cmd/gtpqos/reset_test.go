@@ -7,9 +7,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
-	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -20,7 +20,7 @@ type stockLab struct {
 	ns     *testenv.NetNS
 	h      *netlink.Handle
 	n3, n6 string
-	gc     *gtpubpf.Classifier
+	gc     *gtpu.Classifier
 	dl, ul *shaper.Tree
 }
 
@@ -64,12 +64,12 @@ func (l *stockLab) shape(t *testing.T) {
 			ulFlows = append(ulFlows, f)
 		}
 	}
-	l.gc = gtpubpf.New(gtpubpf.Options{N3: l.n3})
+	l.gc = gtpu.New(gtpu.Options{N3: l.n3})
 	gc := l.gc
 	t.Cleanup(func() { _ = gc.Close(l.h) })
 	ctx := context.Background()
 	pol := shaper.DefaultPolicy(100e6)
-	pol.Classifier = gtpubpf.Kind
+	pol.Classifier = shaper.KindGTPU
 	var probs []shaper.Problem
 	for _, x := range []struct {
 		dev   string
@@ -139,11 +139,11 @@ func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
 			if now := read(l.n3); now != shaped {
 				t.Errorf("refused reset changed N3:\n%+v\nwas:\n%+v", now, shaped)
 			}
-			if s := read(l.n3); !strings.Contains(s.egress, gtpubpf.FilterDownlink) || !strings.Contains(s.ingress, gtpubpf.FilterUplinkN3) || !strings.Contains(s.qdisc, "htb 6771:") {
+			if s := read(l.n3); !strings.Contains(s.egress, gtpu.FilterDownlink) || !strings.Contains(s.ingress, gtpu.FilterUplinkN3) || !strings.Contains(s.qdisc, "htb 6771:") {
 				t.Fatalf("N3 after shaping lacks the tree or a gtpqos filter:\n%+v", s)
 			}
-			if s := read(l.n6); !strings.Contains(s.egress, gtpubpf.FilterUplinkN6) {
-				t.Fatalf("N6 after shaping lacks %s:\n%+v", gtpubpf.FilterUplinkN6, s)
+			if s := read(l.n6); !strings.Contains(s.egress, gtpu.FilterUplinkN6) {
+				t.Fatalf("N6 after shaping lacks %s:\n%+v", gtpu.FilterUplinkN6, s)
 			}
 
 			for _, dev := range []string{l.n3, l.n6} {
@@ -154,7 +154,7 @@ func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
 				}
 				want := []string{"removed the gtpqos tree (", "removed clsact egress filter gtpqos-"}
 				if dev == l.n3 {
-					want = append(want, "removed clsact ingress filter "+gtpubpf.FilterUplinkN3)
+					want = append(want, "removed clsact ingress filter "+gtpu.FilterUplinkN3)
 				}
 				if !foreign {
 					want = append(want, "removed the clsact qdisc")
@@ -168,7 +168,7 @@ func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
 					t.Errorf("reset --dev %s claims to remove the foreign clsact:\n%s", dev, out)
 				}
 				got := read(dev)
-				if strings.Contains(got.egress+got.ingress, gtpubpf.NamePrefix) {
+				if strings.Contains(got.egress+got.ingress, gtpu.NamePrefix) {
 					t.Errorf("dev %s: a gtpqos filter survived reset:\n%+v", dev, got)
 				}
 				if got != before[dev] {

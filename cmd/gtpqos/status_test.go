@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/gtpnl"
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -116,7 +116,7 @@ func (f fakeTrees) read(_ context.Context, flows []shaper.Flow) (statusTreeView,
 	*f.calls++
 	v := statusTreeView{Classes: map[statusFlowKey]statusClassInfo{}, RateSource: "fake",
 		Devices: []statusDevice{{Role: "N3", Dev: "eth1", Tree: true, FlowClasses: 1, Mode: "gtpu",
-			GTPU: []statusGTPU{{Filter: gtpubpf.FilterDownlink, ProgramID: 7, Entries: 1, Counters: &gtpubpf.Counters{Hit: 5, Miss: 2}}}}}}
+			GTPU: []statusGTPU{{Filter: gtpu.FilterDownlink, ProgramID: 7, Entries: 1, Counters: &gtpu.Counters{Hit: 5, Miss: 2}}}}}}
 	r := uint64(16_700_000)
 	for _, f := range flows {
 		v.Classes[statusFlowKey{f.ID, f.Direction}] = statusClassInfo{Class: "6771:10", Rate: &r}
@@ -216,7 +216,7 @@ func TestFlowClassesMapping(t *testing.T) {
 }
 
 func TestStatusModeAndRateNames(t *testing.T) {
-	for k, want := range map[shaper.ClassifierKind]string{shaper.KindFw: "mark (fw)", shaper.KindBPF: "mark (bpf)", gtpubpf.Kind: "gtpu", "": "none"} {
+	for k, want := range map[shaper.ClassifierKind]string{shaper.KindFw: "mark (fw)", shaper.KindBPF: "mark (bpf)", shaper.KindGTPU: "gtpu", "": "none"} {
 		if got := modeName(k); got != want {
 			t.Errorf("modeName(%q) = %q, want %q", k, got, want)
 		}
@@ -268,7 +268,7 @@ func TestMarkUplink(t *testing.T) {
 	}
 	dl := shaper.Flow{Direction: shaper.Downlink, TEID: 201, QFI: 2}
 	in := []shaper.Flow{ul(201, 2, 0), ul(202, 2, 0x7), ul(203, 5, 0), ul(204, 9, 0), dl}
-	marks := map[gtpubpf.Key]uint32{{TEID: 201, QFI: 2}: 0x100001, {TEID: 202, QFI: 2}: 0x100002, {QFI: 5}: 0x100005}
+	marks := map[gtpu.Key]uint32{{TEID: 201, QFI: 2}: 0x100001, {TEID: 202, QFI: 2}: 0x100002, {QFI: 5}: 0x100005}
 	got := markUplink(in, marks)
 	want := []uint32{0x100001, 0x7, 0x100005, 0, 0} // own mark kept; QFI-only fallback; unknown stays 0; downlink untouched
 	for i, f := range got {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
 // statusRateSource says how status measures live rates. HTB classes carry
@@ -45,7 +45,7 @@ type statusGTPU struct {
 	Entries int `json:"entries"`
 	// Counters are the program's packet counters (nil for mark_egress,
 	// which counts nothing).
-	Counters *gtpubpf.Counters `json:"counters,omitempty"`
+	Counters *gtpu.Counters `json:"counters,omitempty"`
 }
 
 // statusTreeView is what status learns from the devices.
@@ -73,7 +73,7 @@ type netlinkTrees struct {
 type deviceRead struct {
 	dev statusDevice
 	// ulMarks is the N3 ingress program's (TEID, QFI) -> mark map (gtpu).
-	ulMarks map[gtpubpf.Key]uint32
+	ulMarks map[gtpu.Key]uint32
 	dir     shaper.Direction
 	rec     *shaper.Reconciler
 	tree    *shaper.Tree
@@ -87,7 +87,7 @@ type deviceRead struct {
 func (n netlinkTrees) read(ctx context.Context, flows []shaper.Flow) (statusTreeView, error) {
 	v := statusTreeView{Classes: map[statusFlowKey]statusClassInfo{}}
 	var reads []*deviceRead
-	var ulMarks map[gtpubpf.Key]uint32
+	var ulMarks map[gtpu.Key]uint32
 	for _, d := range []struct {
 		role, dev string
 		dir       shaper.Direction
@@ -149,8 +149,8 @@ func readDevice(ctx context.Context, h *netlink.Handle, role, dev string) *devic
 		return r
 	}
 	var opts []shaper.Option
-	for _, hook := range []gtpubpf.Hook{gtpubpf.Egress, gtpubpf.Ingress} {
-		snap, err := gtpubpf.ReadAttached(h, link, hook)
+	for _, hook := range []gtpu.Hook{gtpu.Egress, gtpu.Ingress} {
+		snap, err := gtpu.ReadAttached(h, link, hook)
 		if err != nil {
 			r.dev.Error = err.Error()
 			continue
@@ -159,17 +159,17 @@ func readDevice(ctx context.Context, h *netlink.Handle, role, dev string) *devic
 			continue
 		}
 		r.dev.GTPU = append(r.dev.GTPU, gtpuOf(snap))
-		if snap.Filter == gtpubpf.FilterUplinkN3 {
+		if snap.Filter == gtpu.FilterUplinkN3 {
 			r.ulMarks = snap.Uplink
 		}
-		if hook == gtpubpf.Egress {
-			c := gtpubpf.New(gtpubpf.Options{N3: dev})
-			if snap.Filter == gtpubpf.FilterUplinkN6 {
+		if hook == gtpu.Egress {
+			c := gtpu.New(gtpu.Options{N3: dev})
+			if snap.Filter == gtpu.FilterUplinkN6 {
 				opts = append(opts, shaper.WithClassifier(c.Uplink()))
 			} else {
 				opts = append(opts, shaper.WithClassifier(c.Downlink()))
 			}
-			r.dev.Mode = modeName(gtpubpf.Kind)
+			r.dev.Mode = modeName(shaper.KindGTPU)
 		}
 	}
 	r.rec = shaper.NewReconciler(h, dev, opts...)
@@ -201,16 +201,16 @@ func readDevice(ctx context.Context, h *netlink.Handle, role, dev string) *devic
 // markUplink returns flows with each uplink flow that has no mark (stock
 // gtp5g) given the mark the N3 ingress GTP-U program sets for its (TEID,
 // QFI) (or its QFI-only fallback): the N6 tree is bound by mark only.
-func markUplink(flows []shaper.Flow, ulMarks map[gtpubpf.Key]uint32) []shaper.Flow {
+func markUplink(flows []shaper.Flow, ulMarks map[gtpu.Key]uint32) []shaper.Flow {
 	if len(ulMarks) == 0 {
 		return flows
 	}
 	out := make([]shaper.Flow, len(flows))
 	for i, f := range flows {
 		if f.Direction == shaper.Uplink && f.Mark == 0 {
-			m, ok := ulMarks[gtpubpf.Key{TEID: f.TEID, QFI: f.QFI}]
+			m, ok := ulMarks[gtpu.Key{TEID: f.TEID, QFI: f.QFI}]
 			if !ok {
-				m = ulMarks[gtpubpf.Key{QFI: f.QFI}]
+				m = ulMarks[gtpu.Key{QFI: f.QFI}]
 			}
 			f.Mark = m
 		}
@@ -231,14 +231,14 @@ func modeName(k shaper.ClassifierKind) string {
 }
 
 // gtpuOf summarises an attached program's snapshot.
-func gtpuOf(s *gtpubpf.Snapshot) statusGTPU {
+func gtpuOf(s *gtpu.Snapshot) statusGTPU {
 	g := statusGTPU{Filter: s.Filter, ProgramID: s.ProgramID}
 	switch s.Filter {
-	case gtpubpf.FilterDownlink:
+	case gtpu.FilterDownlink:
 		g.Entries = len(s.Downlink)
 		c := s.Stats.Downlink
 		g.Counters = &c
-	case gtpubpf.FilterUplinkN3:
+	case gtpu.FilterUplinkN3:
 		g.Entries = len(s.Uplink)
 		c := s.Stats.Uplink
 		g.Counters = &c

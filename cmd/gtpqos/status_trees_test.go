@@ -12,9 +12,9 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
-	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // sendWithPriority sends 1000-byte UDP datagrams every millisecond from
@@ -99,7 +99,7 @@ func TestIntegrationStatusTreesGTPU(t *testing.T) {
 	if len(v.Devices) != 2 {
 		t.Fatalf("devices %+v, want N3 and N6", v.Devices)
 	}
-	wantGTPU := map[string][]string{"N3": {gtpubpf.FilterDownlink, gtpubpf.FilterUplinkN3}, "N6": {gtpubpf.FilterUplinkN6}}
+	wantGTPU := map[string][]string{"N3": {gtpu.FilterDownlink, gtpu.FilterUplinkN3}, "N6": {gtpu.FilterUplinkN6}}
 	for _, d := range v.Devices {
 		if !d.Tree || d.FlowClasses != 2 || d.Mode != "gtpu" || d.Error != "" {
 			t.Errorf("%s %s: %+v; want tree with 2 flow classes, mode gtpu", d.Role, d.Dev, d)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
 func init() {
@@ -54,13 +54,13 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("device %s: %w", *dev, err)
 	}
 	var opts []shaper.Option
-	snap, err := gtpubpf.ReadAttached(h, link, gtpubpf.Egress)
+	snap, err := gtpu.ReadAttached(h, link, gtpu.Egress)
 	if err != nil {
 		return err
 	}
 	if snap != nil {
-		c := gtpubpf.New(gtpubpf.Options{N3: *dev})
-		if snap.Filter == gtpubpf.FilterUplinkN6 {
+		c := gtpu.New(gtpu.Options{N3: *dev})
+		if snap.Filter == gtpu.FilterUplinkN6 {
 			opts = append(opts, shaper.WithClassifier(c.Uplink()))
 		} else {
 			opts = append(opts, shaper.WithClassifier(c.Downlink()))
@@ -87,9 +87,9 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var snap2 *gtpubpf.Snapshot
+	var snap2 *gtpu.Snapshot
 	if snap != nil {
-		if snap2, err = gtpubpf.ReadAttached(h, link, gtpubpf.Egress); err != nil {
+		if snap2, err = gtpu.ReadAttached(h, link, gtpu.Egress); err != nil {
 			return err
 		}
 	}
@@ -113,7 +113,7 @@ type verification struct {
 	before, after map[uint32]shaper.ClassStats
 	// gtp1 and gtp2 are the attached gtpu program's maps and counters at
 	// the two readings (nil when no gtpu classifier is attached).
-	gtp1, gtp2 *gtpubpf.Snapshot
+	gtp1, gtp2 *gtpu.Snapshot
 }
 
 // delta is how many packets class minor sent between the readings.
@@ -156,7 +156,7 @@ func (v verification) check() (problems []string, summary string) {
 	}
 	// On N3 egress the gtpu program counts GTP-U it could not place. On N6
 	// (mark_egress) there is no such counter: the default class is the signal.
-	if v.gtp1 != nil && v.gtp2 != nil && v.gtp2.Filter == gtpubpf.FilterDownlink {
+	if v.gtp1 != nil && v.gtp2 != nil && v.gtp2.Filter == gtpu.FilterDownlink {
 		d1, d2 := v.gtp1.Stats.Downlink, v.gtp2.Stats.Downlink
 		miss := (d2.Miss - d1.Miss) + (d2.NoQFI - d1.NoQFI)
 		unclassified = miss
@@ -201,7 +201,7 @@ func (v verification) danglingEntries() []string {
 		have[v.tree.ClassID(c.Minor)] = true
 	}
 	type ent struct {
-		k   gtpubpf.Key
+		k   gtpu.Key
 		cls uint32
 	}
 	var ents []ent
@@ -209,7 +209,7 @@ func (v verification) danglingEntries() []string {
 		ents = append(ents, ent{k, cls})
 	}
 	for m, cls := range v.gtp2.MarkClass {
-		ents = append(ents, ent{gtpubpf.Key{TEID: m}, cls})
+		ents = append(ents, ent{gtpu.Key{TEID: m}, cls})
 	}
 	sort.Slice(ents, func(i, j int) bool {
 		return ents[i].cls < ents[j].cls || ents[i].cls == ents[j].cls && ents[i].k.TEID < ents[j].k.TEID
@@ -219,7 +219,7 @@ func (v verification) danglingEntries() []string {
 			continue
 		}
 		what := e.k.String()
-		if v.gtp2.Filter == gtpubpf.FilterUplinkN6 {
+		if v.gtp2.Filter == gtpu.FilterUplinkN6 {
 			what = fmt.Sprintf("mark=%#x", e.k.TEID)
 		}
 		out = append(out, fmt.Sprintf("dev %s: gtpu entry %s points at class %x:%x, which does not exist", v.dev, what, e.cls>>16, e.cls&0xffff))

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
 func verifyTree(cls shaper.ClassifierKind, flows ...shaper.Class) *shaper.Tree {
@@ -24,8 +24,8 @@ func stats(t *shaper.Tree, pk map[uint16]uint64) map[uint32]shaper.ClassStats {
 	return out
 }
 
-func snap(filter string, miss uint64, dl map[gtpubpf.Key]uint32) *gtpubpf.Snapshot {
-	s := &gtpubpf.Snapshot{Filter: filter, Downlink: dl, MarkClass: map[uint32]uint32{}}
+func snap(filter string, miss uint64, dl map[gtpu.Key]uint32) *gtpu.Snapshot {
+	s := &gtpu.Snapshot{Filter: filter, Downlink: dl, MarkClass: map[uint32]uint32{}}
 	s.Stats.Downlink.Miss = miss
 	return s
 }
@@ -35,8 +35,8 @@ func TestVerifyCheck(t *testing.T) {
 	b := shaper.Class{Minor: 0x11, Parent: 1, Role: shaper.RoleFlow, TEID: 999, QFI: 3}
 	fw := shaper.Class{Minor: 0x10, Parent: 1, Role: shaper.RoleFlow, Mark: 2}
 	bare := shaper.Class{Minor: 0x12, Parent: 1, Role: shaper.RoleFlow}
-	gtpTree := verifyTree(gtpubpf.Kind, a, b)
-	entries := map[gtpubpf.Key]uint32{{TEID: 100, QFI: 2}: gtpTree.ClassID(0x10), {TEID: 999, QFI: 3}: gtpTree.ClassID(0x11)}
+	gtpTree := verifyTree(shaper.KindGTPU, a, b)
+	entries := map[gtpu.Key]uint32{{TEID: 100, QFI: 2}: gtpTree.ClassID(0x10), {TEID: 999, QFI: 3}: gtpTree.ClassID(0x11)}
 	for _, tc := range []struct {
 		name       string
 		v          verification
@@ -47,35 +47,35 @@ func TestVerifyCheck(t *testing.T) {
 			name: "gtpu: all flows counting",
 			v: verification{tree: gtpTree, before: stats(gtpTree, map[uint16]uint64{0x10: 5, 0x11: 5}),
 				after: stats(gtpTree, map[uint16]uint64{0x10: 50, 0x11: 9, 2: 7}),
-				gtp1:  snap(gtpubpf.FilterDownlink, 3, entries), gtp2: snap(gtpubpf.FilterDownlink, 3, entries)},
+				gtp1:  snap(gtpu.FilterDownlink, 3, entries), gtp2: snap(gtpu.FilterDownlink, 3, entries)},
 			wantInSumm: "2 flow classes, 2 counting, default class +7",
 		},
 		{
 			name: "gtpu: idle flow while GTP-U misses grow",
 			v: verification{tree: gtpTree, before: stats(gtpTree, map[uint16]uint64{0x10: 5, 0x11: 5}),
 				after: stats(gtpTree, map[uint16]uint64{0x10: 50, 0x11: 5, 2: 40}),
-				gtp1:  snap(gtpubpf.FilterDownlink, 3, entries), gtp2: snap(gtpubpf.FilterDownlink, 40, entries)},
+				gtp1:  snap(gtpu.FilterDownlink, 3, entries), gtp2: snap(gtpu.FilterDownlink, 40, entries)},
 			want: []string{"37 GTP-U packets in 2s matched no (TEID, QFI) entry", "class 6771:11 (teid=999 qfi=3) counted no packets"},
 		},
 		{
 			name: "gtpu: idle flow, nothing unclassified: fine",
 			v: verification{tree: gtpTree, before: stats(gtpTree, map[uint16]uint64{0x10: 5}),
 				after: stats(gtpTree, map[uint16]uint64{0x10: 50, 2: 40}),
-				gtp1:  snap(gtpubpf.FilterDownlink, 3, entries), gtp2: snap(gtpubpf.FilterDownlink, 3, entries)},
+				gtp1:  snap(gtpu.FilterDownlink, 3, entries), gtp2: snap(gtpu.FilterDownlink, 3, entries)},
 			wantInSumm: "2 flow classes, 1 counting",
 		},
 		{
 			name: "gtpu: entry pointing at a missing class",
 			v: verification{tree: gtpTree, before: stats(gtpTree, nil), after: stats(gtpTree, map[uint16]uint64{0x10: 1, 0x11: 1}),
-				gtp1: snap(gtpubpf.FilterDownlink, 0, nil),
-				gtp2: snap(gtpubpf.FilterDownlink, 0, map[gtpubpf.Key]uint32{{TEID: 7, QFI: 1}: gtpTree.ClassID(0x30)})},
+				gtp1: snap(gtpu.FilterDownlink, 0, nil),
+				gtp2: snap(gtpu.FilterDownlink, 0, map[gtpu.Key]uint32{{TEID: 7, QFI: 1}: gtpTree.ClassID(0x30)})},
 			want: []string{"gtpu entry teid=7 qfi=1 points at class 6771:30, which does not exist"},
 		},
 		{
 			name: "gtpu on N6 (mark_egress): the default class is the signal",
-			v: verification{tree: verifyTree(gtpubpf.Kind, fw), before: stats(gtpTree, nil),
+			v: verification{tree: verifyTree(shaper.KindGTPU, fw), before: stats(gtpTree, nil),
 				after: stats(gtpTree, map[uint16]uint64{2: 9}),
-				gtp1:  snap(gtpubpf.FilterUplinkN6, 0, nil), gtp2: snap(gtpubpf.FilterUplinkN6, 0, nil)},
+				gtp1:  snap(gtpu.FilterUplinkN6, 0, nil), gtp2: snap(gtpu.FilterUplinkN6, 0, nil)},
 			want: []string{"class 6771:10 (mark=0x2) counted no packets in 2s while the default class 6771:2 counted 9 packets"},
 		},
 		{

@@ -20,9 +20,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/gtpnl"
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -209,7 +209,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	// 3. Mode: the patch's events and marks, or polling and the GTP-U
 	// header classifier.
 	var dlOpts, ulOpts []shaper.Option
-	var gtpu *gtpubpf.Classifier
+	var gtpuCls *gtpu.Classifier
 	if patched {
 		if cfg.Classifier != "" && cfg.Classifier != string(shaper.KindAuto) {
 			dlOpts = append(dlOpts, shaper.WithClassifierKind(dlPol.Classifier))
@@ -217,10 +217,10 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		log.WithField("dev", cfg.N3).Infof("mode: events (%s), classifier %s by mark", modeLine, dlPol.Classifier)
 	} else {
-		gtpu = gtpubpf.New(gtpubpf.Options{N3: cfg.N3})
-		dlOpts = append(dlOpts, shaper.WithClassifier(gtpu.Downlink()))
-		ulOpts = append(ulOpts, shaper.WithClassifier(gtpu.Uplink()))
-		dlPol.Classifier, ulPol.Classifier = gtpubpf.Kind, gtpubpf.Kind
+		gtpuCls = gtpu.New(gtpu.Options{N3: cfg.N3})
+		dlOpts = append(dlOpts, shaper.WithClassifier(gtpuCls.Downlink()))
+		ulOpts = append(ulOpts, shaper.WithClassifier(gtpuCls.Uplink()))
+		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
 		log.WithField("dev", cfg.N3).Infof("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
 			time.Duration(cfg.Poll), feats)
 	}
@@ -297,8 +297,8 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		err := eng.Cleanup(cctx)
-		if gtpu != nil {
-			err = errors.Join(err, gtpu.Close(h))
+		if gtpuCls != nil {
+			err = errors.Join(err, gtpuCls.Close(h))
 		}
 		if err != nil {
 			return err

@@ -15,10 +15,10 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/free5gc/gtpqos/internal/gtp5gtest"
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
-	"github.com/free5gc/gtpqos/internal/testenv"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/tests/gtp5gtest"
+	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/tests/vm"
 )
 
@@ -149,7 +149,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 
 	// The aware tree on N3, classified by (TEID, QFI) from the GTP-U header.
 	pol := shaper.DefaultPolicy(uint64(linkRate * scale))
-	pol.Classifier = gtpubpf.Kind
+	pol.Classifier = shaper.KindGTPU
 	// The operator minimum scales with the link, or at small scales the
 	// non-GBR and default minimums would eat the GBR flows' guarantees.
 	pol.NonGBRMin = uint64(float64(shaper.DefaultNonGBRMin) * scale)
@@ -172,7 +172,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	cls := gtpubpf.New(gtpubpf.Options{N3: "n3"})
+	cls := gtpu.New(gtpu.Options{N3: "n3"})
 	rec := shaper.NewReconciler(h, "n3", shaper.WithClassifier(cls.Downlink()))
 	res, err := rec.Reconcile(context.Background(), tree)
 	if err != nil {

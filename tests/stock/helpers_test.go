@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/free5gc/gtpqos/internal/gtpubpf"
-	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/tests/lab"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // Seed figures (bit/s before the lab's rate scale).
@@ -62,7 +62,7 @@ func flowsFor(l *lab.Lab, contracts map[string]contract) []shaper.Flow {
 type shaped struct {
 	tree *shaper.Tree
 	rec  *shaper.Reconciler
-	cls  *gtpubpf.Classifier
+	cls  *gtpu.Classifier
 	res  shaper.Result
 }
 
@@ -71,7 +71,7 @@ type shaped struct {
 func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped {
 	t.Helper()
 	pol := shaper.DefaultPolicy(uint64(linkRate * l.Scale()))
-	pol.Classifier = gtpubpf.Kind
+	pol.Classifier = shaper.KindGTPU
 	tree, problems := shaper.Plan(flows, pol)
 	for _, p := range problems {
 		t.Logf("plan: %v", p)
@@ -80,7 +80,7 @@ func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped 
 		t.Fatal("plan refused the flows")
 	}
 	h := l.UPFNetlink()
-	cls := gtpubpf.New(gtpubpf.Options{N3: lab.N3Dev, QFIOnly: qfiOnly})
+	cls := gtpu.New(gtpu.Options{N3: lab.N3Dev, QFIOnly: qfiOnly})
 	rec := shaper.NewReconciler(h, lab.N3Dev, shaper.WithClassifier(cls.Downlink()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/free5gc/gtpqos/tests/lab"
+	"github.com/free5gc/gtpqos/lab"
 )
 
 // runTime is each traffic run; the first 2 s and the last 1 s are trimmed.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/tests/lab"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // gtpqosBinary builds cmd/gtpqos into a temporary directory.

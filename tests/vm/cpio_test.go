@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // TestCPIOWriterExtracts checks the newc archive with GNU cpio: files,

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/free5gc/gtpqos/internal/gtp5gtest"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 )
 
 // The arms with gtp5g's native MBR policer (/proc/gtp5g/qos) on.

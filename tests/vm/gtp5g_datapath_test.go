@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/gtpnl"
-	"github.com/free5gc/gtpqos/internal/gtp5gtest"
-	"github.com/free5gc/gtpqos/internal/testenv"
+	"github.com/free5gc/gtpqos/tests/gtp5gtest"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // gtp5gGuestEnv tells the test binary inside the VM to run the guest side

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/free5gc/gtpqos/internal/gtp5gtest"
+	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 )
 
 // UDP endpoints of the real-gtp5g scenarios, opened inside the lab's

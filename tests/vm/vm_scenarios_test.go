@@ -38,7 +38,7 @@ func TestVMLabStaticVsAware(t *testing.T) {
 	}
 	scale := labRateScale()
 	t.Logf("lab rates scaled by %s in the VM", scale)
-	RunGoTests(t, "./tests/lab/", run, map[string]string{"GTPQOS_LAB_RATE_SCALE": scale}, 6*time.Minute)
+	RunGoTests(t, "./lab/", run, map[string]string{"GTPQOS_LAB_RATE_SCALE": scale}, 6*time.Minute)
 }
 
 // TestVMGtpuClassifier runs the stock-gtp5g (TEID, QFI) BPF classifier's
@@ -46,5 +46,5 @@ func TestVMLabStaticVsAware(t *testing.T) {
 // Debian 6.1 kernel, so the committed objects are known to load and verify
 // there too, not only on the host's newer kernel.
 func TestVMGtpuClassifier(t *testing.T) {
-	RunGoTests(t, "./internal/gtpubpf/", "Test", nil, 4*time.Minute)
+	RunGoTests(t, "./shaper/classify/gtpu/", "Test", nil, 4*time.Minute)
 }

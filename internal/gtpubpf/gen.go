@@ -1,8 +1,0 @@
-package gtpubpf
-
-// The compiled objects (gtpu_bpfel.o, gtpu_bpfeb.o) and their Go bindings are
-// committed, so building gtpqos needs no clang. 'make generate' rebuilds them
-// (it installs clang, llvm and libbpf-dev from Debian when missing and sets
-// BPF_CFLAGS to the host's multiarch include directory).
-//
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.22.0 -cc clang -cflags "-O2 -g -Wall -Werror $BPF_CFLAGS" -type flow_key -type gtpu_config gtpu bpf/gtpu.c

@@ -1,0 +1,78 @@
+package gtpu
+
+import (
+	"context"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// Downlink returns the shaper.Classifier for the N3 Reconciler: gtpu_egress
+// on the device's clsact egress sets skb->priority to the flow's class id,
+// and unclaimed GTP-U to the default class.
+func (c *Classifier) Downlink() shaper.Classifier { return downlink{c} }
+
+type downlink struct{ c *Classifier }
+
+// Kind returns shaper.KindGTPU.
+func (d downlink) Kind() shaper.ClassifierKind { return shaper.KindGTPU }
+
+// Probe loads the objects: the kernel must accept the program.
+func (d downlink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	_, err := d.c.load(env.Link)
+	return err
+}
+
+// Sync writes (TEID, QFI) -> class id for every flow class of desired,
+// deletes stale keys, sets the default class and attaches the program.
+func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *shaper.Tree) (shaper.ClassifierResult, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	c := d.c
+	var res shaper.ClassifierResult
+	loaded, err := c.load(env.Link)
+	if err != nil {
+		return res, err
+	}
+	if loaded {
+		res.Writes++
+		res.Notes = append(res.Notes, "loaded BPF program gtpu_egress ((TEID, QFI) -> skb->priority)")
+	}
+	want, notes := c.entries(desired, func(cl shaper.Class) (uint32, bool) { return desired.ClassID(cl.Minor), true })
+	res.Notes = append(res.Notes, notes...)
+	s, err := c.objs.SyncDownlink(want)
+	addSync(&res, s)
+	if err != nil {
+		return res, err
+	}
+	dflt := desired.ClassID(desired.DefaultMinor)
+	if dflt != c.objs.dflt {
+		if err := c.objs.SetDefaultClass(dflt); err != nil {
+			return res, err
+		}
+		res.Writes++
+	}
+	err = c.attachNoting(env, env.Link, Egress, "gtpu-egress", &res)
+	return res, err
+}
+
+// Bindings reads the downlink map back: this process's, or before the first
+// Sync the map of a gtpu_egress program an earlier run left attached.
+func (d downlink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	s, err := d.c.snapshot(env, env.Link, Egress)
+	if s == nil || err != nil {
+		return nil, err
+	}
+	return s.DownlinkBindings(env.Root), nil
+}
+
+// Remove detaches gtpu_egress from the device (and the clsact qdisc if we
+// added it and nothing else uses it). The map entries go with the objects.
+func (d downlink) Remove(ctx context.Context, env shaper.ClassifierEnv) error {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	return d.c.detach(env, env.Link, Egress, "gtpu-egress")
+}

@@ -1,0 +1,111 @@
+package gtpu
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// Uplink returns the shaper.Classifier for the N6 Reconciler: gtpu_ingress
+// on N3's clsact ingress sets skb->mark from (TEID, QFI) before gtp5g
+// decapsulates, and mark_egress on N6's clsact egress turns the mark into
+// skb->priority = the flow's class id (no cls_fw needed). Flows without a
+// mark or TEID reach the default class.
+func (c *Classifier) Uplink() shaper.Classifier { return uplink{c} }
+
+type uplink struct{ c *Classifier }
+
+// Kind returns shaper.KindGTPU.
+func (u uplink) Kind() shaper.ClassifierKind { return shaper.KindGTPU }
+
+// Probe loads the objects: the kernel must accept the programs.
+func (u uplink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
+	n3, err := u.c.n3Link(env)
+	if err != nil {
+		return err
+	}
+	_, err = u.c.load(n3)
+	return err
+}
+
+// Sync writes (TEID, QFI) -> mark and mark -> class id for every flow class
+// of desired that has a mark, deletes stale keys and attaches both programs.
+func (u uplink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *shaper.Tree) (shaper.ClassifierResult, error) {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
+	c := u.c
+	var res shaper.ClassifierResult
+	n3, err := c.n3Link(env)
+	if err != nil {
+		return res, err
+	}
+	loaded, err := c.load(n3)
+	if err != nil {
+		return res, err
+	}
+	if loaded {
+		res.Writes++
+		res.Notes = append(res.Notes, "loaded BPF programs gtpu_ingress ((TEID, QFI) -> skb->mark) and mark_egress (mark -> skb->priority)")
+	}
+	want, notes := c.entries(desired, func(cl shaper.Class) (uint32, bool) {
+		if cl.Mark == 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("flow %s (class %x): no mark; its packets go to the default class", cl.Flow, cl.Minor))
+			return 0, false
+		}
+		return cl.Mark, true
+	})
+	res.Notes = append(res.Notes, notes...)
+	marks := map[uint32]uint32{}
+	for _, cl := range desired.FlowClasses() {
+		if cl.Mark != 0 {
+			if _, dup := marks[cl.Mark]; !dup {
+				marks[cl.Mark] = desired.ClassID(cl.Minor)
+			}
+		}
+	}
+	s, err := c.objs.SyncUplink(want)
+	addSync(&res, s)
+	if err != nil {
+		return res, err
+	}
+	s, err = c.objs.SyncMarkClasses(marks)
+	res.Writes += s.Writes()
+	if err != nil {
+		return res, err
+	}
+	if err := c.attachNoting(env, n3, Ingress, "gtpu-ingress", &res); err != nil {
+		return res, err
+	}
+	err = c.attachNoting(env, env.Link, Egress, "mark-egress", &res)
+	return res, err
+}
+
+// Bindings reads the uplink maps back: (TEID, QFI) -> mark -> class.
+// Before the first Sync it reads the maps of a mark_egress program an
+// earlier run left attached to the device.
+func (u uplink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
+	s, err := u.c.snapshot(env, env.Link, Egress)
+	if s == nil || err != nil {
+		return nil, err
+	}
+	return s.UplinkBindings(env.Root), nil
+}
+
+// Remove detaches gtpu_ingress from N3 and mark_egress from the device.
+func (u uplink) Remove(ctx context.Context, env shaper.ClassifierEnv) error {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
+	n3, err := u.c.n3Link(env)
+	if err != nil {
+		return err
+	}
+	if err := u.c.detach(env, n3, Ingress, "gtpu-ingress"); err != nil {
+		return err
+	}
+	return u.c.detach(env, env.Link, Egress, "mark-egress")
+}
