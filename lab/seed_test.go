@@ -10,6 +10,7 @@ import (
 	"github.com/free5gc/gtpqos/lab/ab"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -150,11 +151,11 @@ func TestLabTwoUEsSameQFI(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		var opts []shaper.Option
+		var opts []htb.Option
 		if noMarks {
 			cls := gtpu.New(gtpu.Options{N3: lab.N3Dev})
 			defer cls.Close(l.UPFNetlink())
-			opts = append(opts, shaper.WithClassifier(cls.Downlink()))
+			opts = append(opts, htb.WithClassifier(cls.Downlink()))
 		}
 		target := ab.NewLabTarget(l, false, lab.DefaultPayload, lab.TrafficBuiltin, opts...)
 		res, err := ab.Run(ctx, target, ab.Options{Arms: []ab.Arm{arm}, Runs: 1, Duration: 10 * time.Second,

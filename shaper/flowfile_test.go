@@ -129,9 +129,16 @@ func FuzzParseFlowsFile(f *testing.F) {
 			}
 			return
 		}
-		tree, probs := Plan(ff.Flows, ff.Policy)
-		if tree == nil && len(probs) == 0 {
-			t.Errorf("no tree and no problem")
+		pol, probs, ok := CheckPolicy(ff.Policy)
+		if !ok {
+			if _, bad := FirstError(probs); !bad {
+				t.Errorf("policy refused without an error problem: %v", probs)
+			}
+			return
+		}
+		adm := Admit(ff.Flows, pol, nil)
+		if len(adm.Flows) > len(ff.Flows) {
+			t.Errorf("admitted %d of %d flows", len(adm.Flows), len(ff.Flows))
 		}
 	})
 }

@@ -75,9 +75,8 @@ func ParseAdmission(s string) (Admission, error) {
 	return 0, fmt.Errorf("unknown admission %q (want refuse or clamp)", s)
 }
 
-// ClassifierKind names a classifier. The shaper implements KindAuto, KindFw
-// and KindBPF; KindGTPU is implemented by shaper/classify/gtpu and reaches the
-// Reconciler through WithClassifier. No other kind is valid.
+// ClassifierKind names a classifier (package shaper/classify). No other
+// kind than those below is valid.
 type ClassifierKind string
 
 const (
@@ -90,8 +89,7 @@ const (
 	// and a BPF hash map mark -> class id (O(1), no cls_fw needed).
 	KindBPF ClassifierKind = "bpf"
 	// KindGTPU classifies stock gtp5g's packets by (TEID, QFI) from the
-	// GTP-U header (shaper/classify/gtpu, whose Kind it equals). The shaper does
-	// not build it: pass it with WithClassifier.
+	// GTP-U header (package shaper/classify/gtpu).
 	KindGTPU ClassifierKind = "gtpu"
 )
 
@@ -188,14 +186,6 @@ type Policy struct {
 	// Classifier is the classifier kind to use (auto, fw, bpf or gtpu);
 	// Plan reports any other kind as a policy error.
 	Classifier ClassifierKind
-	// Previous, if not nil, is the tree from the last plan or the kernel's
-	// actual tree (Reconciler.Actual). Plan keeps every flow's class id
-	// (minor) from it: matched by flow id where Previous knows it, else by
-	// mark (the kernel's tree only knows marks), and keeps session class
-	// minors the same way. Flows already in Previous are admitted before new
-	// ones. Without Previous, minors are assigned in flow-id order from
-	// FirstFlowMinor up.
-	Previous *Tree
 }
 
 // Seed defaults.

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/vishvananda/netlink"
-
-	"github.com/free5gc/gtpqos/shaper"
 )
 
 // TestHTBEventsTrustLastWriteResyncReadsKernel: reconciles driven by change
@@ -25,7 +24,7 @@ func TestHTBEventsTrustLastWriteResyncReadsKernel(t *testing.T) {
 		t.Fatalf("netlink handle: %v", err)
 	}
 	t.Cleanup(h.Close)
-	rec := shaper.NewReconciler(h, l.dev)
+	rec := htb.NewReconciler(h, l.dev)
 	ap := NewShaperApplier(rec, l.pol)
 	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour})
 	want := l.wantTree(t, src.all())

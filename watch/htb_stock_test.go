@@ -8,7 +8,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // stockApplier builds what `gtpqos watch` builds on stock gtp5g: the N3
@@ -23,7 +25,7 @@ func (l *htbLab) stockApplier(t testing.TB) (*ShaperApplier, *gtpu.Classifier, *
 	gc := gtpu.New(gtpu.Options{N3: l.dev})
 	pol := l.pol
 	pol.Classifier = shaper.KindGTPU
-	return NewShaperApplier(shaper.NewReconciler(h, l.dev, shaper.WithClassifier(gc.Downlink())), pol), gc, h
+	return NewShaperApplier(htb.NewReconciler(h, l.dev, htb.WithClassifier(gc.Downlink())), pol), gc, h
 }
 
 // stockFlows are downlink flows as qosview yields them on stock gtp5g: no
@@ -92,7 +94,7 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binds, err := gc2.Downlink().Bindings(context.Background(), shaper.ClassifierEnv{Handle: h2, Link: link, Root: uint32(shaper.OwnedMajor) << 16})
+	binds, err := gc2.Downlink().Bindings(context.Background(), classify.Env{Handle: h2, Link: link, Root: uint32(htb.OwnedMajor) << 16})
 	if err != nil {
 		t.Fatalf("read (TEID, QFI) bindings: %v", err)
 	}

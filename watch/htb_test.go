@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -59,13 +60,13 @@ func (l *htbLab) applier(t testing.TB) *ShaperApplier {
 		t.Fatalf("netlink handle: %v", err)
 	}
 	t.Cleanup(h.Close)
-	return NewShaperApplier(shaper.NewReconciler(h, l.dev), l.pol)
+	return NewShaperApplier(htb.NewReconciler(h, l.dev), l.pol)
 }
 
 // actual reads the kernel's tree through a reconciler of its own.
-func (l *htbLab) actual(t testing.TB) *shaper.Tree {
+func (l *htbLab) actual(t testing.TB) *htb.Tree {
 	t.Helper()
-	tr, err := shaper.NewReconciler(l.h, l.dev).Actual(context.Background())
+	tr, err := htb.NewReconciler(l.h, l.dev).Actual(context.Background())
 	if err != nil {
 		t.Fatalf("read tree on %s: %v", l.dev, err)
 	}
@@ -78,7 +79,7 @@ func (l *htbLab) actual(t testing.TB) *shaper.Tree {
 // shape is a tree described without class ids: what each mark's class
 // looks like, and the classes' roles. Two trees with the same shape are
 // the same tree up to the numbering of class ids.
-func shape(tr *shaper.Tree) string {
+func shape(tr *htb.Tree) string {
 	var lines []string
 	for _, c := range tr.Classes {
 		parent := "root"
@@ -96,9 +97,9 @@ func shape(tr *shaper.Tree) string {
 }
 
 // wantTree plans the final rule set from scratch, as a fresh start would.
-func (l *htbLab) wantTree(t testing.TB, flows []shaper.Flow) *shaper.Tree {
+func (l *htbLab) wantTree(t testing.TB, flows []shaper.Flow) *htb.Tree {
 	t.Helper()
-	tr, problems := shaper.Plan(downlinkOf(flows), l.pol)
+	tr, problems := htb.Plan(downlinkOf(flows), l.pol, nil)
 	if p, bad := shaper.FirstError(problems); bad {
 		t.Fatalf("plan of the final rule set: %s", p.Error())
 	}
@@ -133,12 +134,12 @@ func sessionFlows(seid uint64, variant int) []shaper.Flow {
 }
 
 // waitShape waits until the kernel's tree has the shape of want.
-func (l *htbLab) waitShape(t testing.TB, want *shaper.Tree, what string) {
+func (l *htbLab) waitShape(t testing.TB, want *htb.Tree, what string) {
 	t.Helper()
 	var got string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		tr, err := shaper.NewReconciler(l.h, l.dev).Actual(context.Background())
+		tr, err := htb.NewReconciler(l.h, l.dev).Actual(context.Background())
 		if err != nil {
 			t.Fatalf("read tree on %s: %v", l.dev, err)
 		}
@@ -474,7 +475,7 @@ func TestHTBCleanupOnExitRemovesTree(t *testing.T) {
 	if err := e.Cleanup(context.Background()); err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}
-	tr, err := shaper.NewReconciler(l.h, l.dev).Actual(context.Background())
+	tr, err := htb.NewReconciler(l.h, l.dev).Actual(context.Background())
 	if err != nil || tr != nil {
 		t.Fatalf("after cleanup: tree %v, err %v; want no gtpqos tree", tr, err)
 	}

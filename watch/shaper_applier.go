@@ -6,27 +6,28 @@ import (
 	"sync"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
-// Reconciler is the part of *shaper.Reconciler the ShaperApplier uses.
+// Reconciler is the part of *htb.Reconciler the ShaperApplier uses.
 type Reconciler interface {
 	Dev() string
-	Reconcile(ctx context.Context, desired *shaper.Tree) (shaper.Result, error)
-	Actual(ctx context.Context) (*shaper.Tree, error)
+	Reconcile(ctx context.Context, desired *htb.Tree) (htb.Result, error)
+	Actual(ctx context.Context) (*htb.Tree, error)
 	Reset(ctx context.Context) error
-	ClassStats(ctx context.Context) (map[uint32]shaper.ClassStats, error)
+	ClassStats(ctx context.Context) (map[uint32]htb.ClassStats, error)
 }
 
-// lastWriteTruster is implemented by *shaper.Reconciler: its incremental
-// mode (shaper.WithTrustLastWrite) and the call that ends it for one run.
+// lastWriteTruster is implemented by *htb.Reconciler: its incremental
+// mode (htb.WithIncremental) and the call that ends it for one run.
 type lastWriteTruster interface {
-	SetTrustLastWrite(on bool)
-	Forget()
+	SetIncremental(on bool)
+	Resync()
 }
 
 // ShaperApplier is the Applier for one device built on the shaper: it plans
-// with shaper.Plan (the same planner as `gtpqos apply`) and reconciles with
-// a shaper.Reconciler.
+// with htb.Plan (the same planner as `gtpqos apply`) and reconciles with
+// a htb.Reconciler.
 //
 // It puts the Reconciler in incremental mode: a reconcile trusts the last
 // successful write instead of reading the device's tree back, so an event
@@ -44,14 +45,14 @@ type ShaperApplier struct {
 	mu   sync.Mutex
 	rec  Reconciler
 	pol  shaper.Policy
-	prev *shaper.Tree
+	prev *htb.Tree
 }
 
 // NewShaperApplier returns an Applier planning with pol and reconciling
 // with rec.
 func NewShaperApplier(rec Reconciler, pol shaper.Policy) *ShaperApplier {
 	if t, ok := rec.(lastWriteTruster); ok {
-		t.SetTrustLastWrite(true)
+		t.SetIncremental(true)
 	}
 	return &ShaperApplier{rec: rec, pol: pol}
 }
@@ -62,7 +63,7 @@ func (a *ShaperApplier) Forget() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if t, ok := a.rec.(lastWriteTruster); ok {
-		t.Forget()
+		t.Resync()
 	}
 }
 
@@ -78,7 +79,7 @@ func (a *ShaperApplier) SetPolicy(pol shaper.Policy) {
 
 // Tree returns the last desired tree that was reconciled (nil before the
 // first success).
-func (a *ShaperApplier) Tree() *shaper.Tree {
+func (a *ShaperApplier) Tree() *htb.Tree {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.prev
@@ -97,8 +98,7 @@ func (a *ShaperApplier) Apply(ctx context.Context, flows []shaper.Flow) (Result,
 		prev = actual // nil when the device has no tree yet
 	}
 	pol := a.pol
-	pol.Previous = prev
-	tree, problems := shaper.Plan(flows, pol)
+	tree, problems := htb.Plan(flows, pol, prev)
 	res := Result{Flows: len(flows), Problems: convertProblems(flows, problems)}
 	if tree == nil {
 		if p, ok := shaper.FirstError(problems); ok {
@@ -153,14 +153,14 @@ func (a *ShaperApplier) Stats(ctx context.Context) ([]ClassStats, error) {
 
 // describeChanges turns a shaper result into per-class changes, naming the
 // flow of each class (from the new tree, or the old one for deletions).
-func describeChanges(sr shaper.Result, tree, prev *shaper.Tree) []Change {
+func describeChanges(sr htb.Result, tree, prev *htb.Tree) []Change {
 	var out []Change
 	if sr.CreatedRoot {
 		out = append(out, Change{Op: "add", Object: "qdisc", Class: tree.Handle(0),
 			Detail: fmt.Sprintf("root htb, link %s", shaper.FormatRate(tree.LinkRate))})
 	}
-	classChange := func(op string, t *shaper.Tree, minor uint16) Change {
-		c := Change{Op: op, Object: "class", Class: fmt.Sprintf("%x:%x", shaper.OwnedMajor, minor)}
+	classChange := func(op string, t *htb.Tree, minor uint16) Change {
+		c := Change{Op: op, Object: "class", Class: fmt.Sprintf("%x:%x", htb.OwnedMajor, minor)}
 		if t == nil {
 			return c
 		}

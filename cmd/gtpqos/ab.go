@@ -20,6 +20,7 @@ import (
 	"github.com/free5gc/gtpqos/lab/ab"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 func init() {
@@ -100,20 +101,20 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 	opts.Progress = func(format string, a ...any) { log.Infof(format, a...) }
 
 	var target ab.Target
-	var shOpts []shaper.Option
+	var shOpts []htb.Option
 	if f.classifier != "" {
 		k, err := shaper.ParseClassifierKind(f.classifier)
 		if err != nil {
 			return usagef("--classifier: %v", err)
 		}
-		shOpts = append(shOpts, shaper.WithClassifierKind(k))
+		shOpts = append(shOpts, htb.WithClassifierKind(k))
 	}
 	if f.leaf != "" {
 		k, err := shaper.ParseLeafKind(f.leaf)
 		if err != nil {
 			return usagef("--leaf: %v", err)
 		}
-		shOpts = append(shOpts, shaper.WithLeaf(k))
+		shOpts = append(shOpts, htb.WithLeaf(k))
 	}
 	// Cleanup must run even after ctx is cancelled (Ctrl-C).
 	cleanupCtx := func() (context.Context, context.CancelFunc) {
@@ -140,7 +141,7 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 			fillTEIDs(opts.Arms, l.PDRs())
 			cls := gtpu.New(gtpu.Options{N3: lab.N3Dev})
 			defer cls.Close(l.UPFNetlink())
-			shOpts = append(shOpts, shaper.WithClassifier(cls.Downlink()))
+			shOpts = append(shOpts, htb.WithClassifier(cls.Downlink()))
 		}
 		payload := f.payload
 		if f.tcp {

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -77,21 +78,21 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	} else if p, bad := shaper.FirstError(probs); bad {
 		return p
 	}
-	var opts []shaper.Option
-	opts = append(opts, shaper.WithForce(*force))
+	var opts []htb.Option
+	opts = append(opts, htb.WithForce(*force))
 	if *leaf != "" {
 		k, err := shaper.ParseLeafKind(*leaf)
 		if err != nil {
 			return usagef("--leaf: %v", err)
 		}
-		opts = append(opts, shaper.WithLeaf(k))
+		opts = append(opts, htb.WithLeaf(k))
 	}
 	h, done, err := openWatchedDev(*dev, *lockDir, "applied", "a running gtpqos watch manages this device: change its config instead")
 	if err != nil {
 		return err
 	}
 	defer done()
-	rec := shaper.NewReconciler(h, *dev, opts...)
+	rec := htb.NewReconciler(h, *dev, opts...)
 	// Keep class ids stable across runs: plan against the kernel's tree.
 	prev, err := rec.Actual(ctx)
 	if err != nil && !(*force && errors.Is(err, shaper.ErrNotOwned)) {
@@ -121,15 +122,15 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 const maxApplyLines = 50
 
 // printChanges prints one line per created, changed or deleted class.
-func printChanges(w io.Writer, res shaper.Result, t, prev *shaper.Tree) {
+func printChanges(w io.Writer, res htb.Result, t, prev *htb.Tree) {
 	n := 0
-	line := func(op string, tr *shaper.Tree, minor uint16) {
+	line := func(op string, tr *htb.Tree, minor uint16) {
 		n++
 		if n > maxApplyLines {
 			return
 		}
 		if tr == nil {
-			fmt.Fprintf(w, "  %s class %x:%x\n", op, shaper.OwnedMajor, minor)
+			fmt.Fprintf(w, "  %s class %x:%x\n", op, htb.OwnedMajor, minor)
 			return
 		}
 		c, ok := tr.Find(minor)

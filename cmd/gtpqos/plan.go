@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 func init() {
@@ -37,7 +38,7 @@ func loadFlows(path, direction string) (shaper.FlowsFile, error) {
 
 // planFlows plans a flows file with an optional classifier override and
 // the previous (or actual) tree for stable class ids.
-func planFlows(ff shaper.FlowsFile, classifier string, prev *shaper.Tree) (*shaper.Tree, []shaper.Problem, error) {
+func planFlows(ff shaper.FlowsFile, classifier string, prev *htb.Tree) (*htb.Tree, []shaper.Problem, error) {
 	pol := ff.Policy
 	if classifier != "" {
 		k, err := shaper.ParseClassifierKind(classifier)
@@ -46,13 +47,12 @@ func planFlows(ff shaper.FlowsFile, classifier string, prev *shaper.Tree) (*shap
 		}
 		pol.Classifier = k
 	}
-	pol.Previous = prev
-	t, probs := shaper.Plan(ff.Flows, pol)
+	t, probs := htb.Plan(ff.Flows, pol, prev)
 	return t, probs, nil
 }
 
 // loadAndPlan is loadFlows then planFlows.
-func loadAndPlan(path, classifier, direction string, prev *shaper.Tree) (*shaper.Tree, []shaper.Problem, shaper.FlowsFile, error) {
+func loadAndPlan(path, classifier, direction string, prev *htb.Tree) (*htb.Tree, []shaper.Problem, shaper.FlowsFile, error) {
 	ff, err := loadFlows(path, direction)
 	if err != nil {
 		return nil, nil, ff, err
@@ -98,7 +98,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func pickKind(t *shaper.Tree, ff shaper.FlowsFile) shaper.ClassifierKind {
+func pickKind(t *htb.Tree, ff shaper.FlowsFile) shaper.ClassifierKind {
 	if t != nil {
 		return t.Classifier
 	}

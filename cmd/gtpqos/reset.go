@@ -12,6 +12,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -66,7 +67,7 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 //     gtpu.ClsactOwnedSuffix) and it is empty once they are gone; a
 //     clsact that was there before gtpqos, or that holds anyone else's
 //     filter, stays.
-//   - the HTB tree rooted at shaper.OwnedMajor (with the fw/bpf mark
+//   - the HTB tree rooted at htb.OwnedMajor (with the fw/bpf mark
 //     classifier under it). A foreign root qdisc stays.
 func resetDevice(ctx context.Context, h *netlink.Handle, dev string) ([]string, error) {
 	link, err := h.LinkByName(dev)
@@ -107,7 +108,7 @@ func resetDevice(ctx context.Context, h *netlink.Handle, dev string) ([]string, 
 		}
 	}
 
-	rec := shaper.NewReconciler(h, dev)
+	rec := htb.NewReconciler(h, dev)
 	t, err := rec.Actual(ctx)
 	switch {
 	case errors.Is(err, shaper.ErrNotOwned) || (err == nil && t == nil):

@@ -8,7 +8,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/watch"
 )
@@ -21,7 +23,7 @@ type stockLab struct {
 	h      *netlink.Handle
 	n3, n6 string
 	gc     *gtpu.Classifier
-	dl, ul *shaper.Tree
+	dl, ul *htb.Tree
 }
 
 // stockTestFlows are two sessions sharing QFI 2, both directions.
@@ -73,14 +75,14 @@ func (l *stockLab) shape(t *testing.T) {
 	var probs []shaper.Problem
 	for _, x := range []struct {
 		dev   string
-		cls   shaper.Classifier
+		cls   classify.Classifier
 		flows []shaper.Flow
-		tree  **shaper.Tree
+		tree  **htb.Tree
 	}{{l.n3, gc.Downlink(), dlFlows, &l.dl}, {l.n6, gc.Uplink(), ulFlows, &l.ul}} {
-		if *x.tree, probs = shaper.Plan(x.flows, pol); len(probs) > 0 {
+		if *x.tree, probs = htb.Plan(x.flows, pol, nil); len(probs) > 0 {
 			t.Fatalf("plan %s: %v", x.dev, probs)
 		}
-		rec := shaper.NewReconciler(l.h, x.dev, shaper.WithClassifier(x.cls))
+		rec := htb.NewReconciler(l.h, x.dev, htb.WithClassifier(x.cls))
 		if _, err := rec.Reconcile(ctx, *x.tree); err != nil {
 			t.Fatalf("reconcile %s: %v", x.dev, err)
 		}

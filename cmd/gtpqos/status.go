@@ -16,6 +16,7 @@ import (
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -310,7 +311,7 @@ func deviceLine(d statusDevice) string {
 	dir := map[string]string{"N3": "downlink", "N6": "uplink"}[d.Role]
 	s := fmt.Sprintf("%s %s (%s): ", d.Role, d.Dev, dir)
 	if d.Tree {
-		s += fmt.Sprintf("tree %x: with %d flow classes", shaper.OwnedMajor, d.FlowClasses)
+		s += fmt.Sprintf("tree %x: with %d flow classes", htb.OwnedMajor, d.FlowClasses)
 	} else {
 		s += "no gtpqos tree"
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -178,7 +179,7 @@ func TestFlowClassesMapping(t *testing.T) {
 	}
 	ul := dl(9, 2, 901, 0)
 	ul.Direction = shaper.Uplink
-	tree := &shaper.Tree{Major: shaper.OwnedMajor, DefaultMinor: 2, Classes: []shaper.Class{
+	tree := &htb.Tree{Major: htb.OwnedMajor, DefaultMinor: 2, Classes: []htb.Class{
 		{Minor: 1, Role: shaper.RoleLink},
 		{Minor: 2, Parent: 1, Role: shaper.RoleDefault},
 		{Minor: 0x10, Parent: 1, Role: shaper.RoleFlow, TEID: 101, QFI: 2},                 // gtpu (TEID, QFI)
@@ -195,8 +196,8 @@ func TestFlowClassesMapping(t *testing.T) {
 		ul,                // other direction: not this tree's
 	}
 	id := func(m uint16) uint32 { return tree.ClassID(m) }
-	before := map[uint32]shaper.ClassStats{id(0x10): {Bytes: 1000}, id(0x11): {Bytes: 5000}, id(0x12): {Bytes: 0}}
-	after := map[uint32]shaper.ClassStats{id(0x10): {Bytes: 1000 + 2_000_000}, id(0x11): {Bytes: 10}, id(0x12): {Bytes: 0}}
+	before := map[uint32]htb.ClassStats{id(0x10): {Bytes: 1000}, id(0x11): {Bytes: 5000}, id(0x12): {Bytes: 0}}
+	after := map[uint32]htb.ClassStats{id(0x10): {Bytes: 1000 + 2_000_000}, id(0x11): {Bytes: 10}, id(0x12): {Bytes: 0}}
 	got := flowClasses(tree, flows, shaper.Downlink, before, after, 2*time.Second)
 	r := func(v uint64) *uint64 { return &v }
 	key := func(f shaper.Flow) statusFlowKey { return statusFlowKey{f.ID, f.Direction} }

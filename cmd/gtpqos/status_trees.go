@@ -10,6 +10,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // statusRateSource says how status measures live rates. HTB classes carry
@@ -75,9 +76,9 @@ type deviceRead struct {
 	// ulMarks is the N3 ingress program's (TEID, QFI) -> mark map (gtpu).
 	ulMarks map[gtpu.Key]uint32
 	dir     shaper.Direction
-	rec     *shaper.Reconciler
-	tree    *shaper.Tree
-	before  map[uint32]shaper.ClassStats
+	rec     *htb.Reconciler
+	tree    *htb.Tree
+	before  map[uint32]htb.ClassStats
 	// beforeAt is when the first reading was taken: a rate is the byte
 	// delta over the time between this device's two readings, not over the
 	// wait alone (reading the other device, or a loaded machine, adds to it).
@@ -120,7 +121,7 @@ func (n netlinkTrees) read(ctx context.Context, flows []shaper.Flow) (statusTree
 		}
 	}
 	for _, r := range reads {
-		var after map[uint32]shaper.ClassStats
+		var after map[uint32]htb.ClassStats
 		var elapsed time.Duration
 		if n.interval > 0 {
 			var err error
@@ -148,7 +149,7 @@ func readDevice(ctx context.Context, h *netlink.Handle, role, dev string) *devic
 		r.dev.Error = fmt.Sprintf("device %s: %v", dev, err)
 		return r
 	}
-	var opts []shaper.Option
+	var opts []htb.Option
 	for _, hook := range []gtpu.Hook{gtpu.Egress, gtpu.Ingress} {
 		snap, err := gtpu.ReadAttached(h, link, hook)
 		if err != nil {
@@ -165,14 +166,14 @@ func readDevice(ctx context.Context, h *netlink.Handle, role, dev string) *devic
 		if hook == gtpu.Egress {
 			c := gtpu.New(gtpu.Options{N3: dev})
 			if snap.Filter == gtpu.FilterUplinkN6 {
-				opts = append(opts, shaper.WithClassifier(c.Uplink()))
+				opts = append(opts, htb.WithClassifier(c.Uplink()))
 			} else {
-				opts = append(opts, shaper.WithClassifier(c.Downlink()))
+				opts = append(opts, htb.WithClassifier(c.Downlink()))
 			}
 			r.dev.Mode = modeName(shaper.KindGTPU)
 		}
 	}
-	r.rec = shaper.NewReconciler(h, dev, opts...)
+	r.rec = htb.NewReconciler(h, dev, opts...)
 	t, err := r.rec.Actual(ctx)
 	switch {
 	case errors.Is(err, shaper.ErrNotOwned):
@@ -255,7 +256,7 @@ func gtpuOf(s *gtpu.Snapshot) statusGTPU {
 // program's QFI-only fallback). The rate is the byte counters' growth from
 // before to after over elapsed; a flow whose class has no second reading
 // (after nil) gets no rate.
-func flowClasses(t *shaper.Tree, flows []shaper.Flow, dir shaper.Direction, before, after map[uint32]shaper.ClassStats, elapsed time.Duration) map[statusFlowKey]statusClassInfo {
+func flowClasses(t *htb.Tree, flows []shaper.Flow, dir shaper.Direction, before, after map[uint32]htb.ClassStats, elapsed time.Duration) map[statusFlowKey]statusClassInfo {
 	type tq struct {
 		teid uint32
 		qfi  uint8

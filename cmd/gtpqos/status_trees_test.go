@@ -14,6 +14,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -152,11 +153,11 @@ func TestIntegrationStatusTreesMark(t *testing.T) {
 		{ID: shaper.FlowID{SEID: 1, QERID: 1}, QFI: 1, Direction: shaper.Downlink, GBR: 1e6, MBR: 2e6, Mark: 0x21},
 		{ID: shaper.FlowID{SEID: 2, QERID: 1}, QFI: 1, Direction: shaper.Downlink, GBR: 1e6, MBR: 2e6, Mark: 0x22},
 	}
-	tree, probs := shaper.Plan(flows, shaper.DefaultPolicy(100e6))
+	tree, probs := htb.Plan(flows, shaper.DefaultPolicy(100e6), nil)
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
-	if _, err := shaper.NewReconciler(h, "gqm0").Reconcile(context.Background(), tree); err != nil {
+	if _, err := htb.NewReconciler(h, "gqm0").Reconcile(context.Background(), tree); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
 	v, err := netlinkTrees{h: h, n3: "gqm0", n6: "gqnone0", interval: 50 * time.Millisecond}.read(context.Background(), flows)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 func init() {
@@ -53,7 +54,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("device %s: %w", *dev, err)
 	}
-	var opts []shaper.Option
+	var opts []htb.Option
 	snap, err := gtpu.ReadAttached(h, link, gtpu.Egress)
 	if err != nil {
 		return err
@@ -61,12 +62,12 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if snap != nil {
 		c := gtpu.New(gtpu.Options{N3: *dev})
 		if snap.Filter == gtpu.FilterUplinkN6 {
-			opts = append(opts, shaper.WithClassifier(c.Uplink()))
+			opts = append(opts, htb.WithClassifier(c.Uplink()))
 		} else {
-			opts = append(opts, shaper.WithClassifier(c.Downlink()))
+			opts = append(opts, htb.WithClassifier(c.Downlink()))
 		}
 	}
-	rec := shaper.NewReconciler(h, *dev, opts...)
+	rec := htb.NewReconciler(h, *dev, opts...)
 	tree, err := rec.Actual(ctx)
 	if err != nil {
 		return err
@@ -109,8 +110,8 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 type verification struct {
 	dev           string
 	interval      time.Duration
-	tree          *shaper.Tree
-	before, after map[uint32]shaper.ClassStats
+	tree          *htb.Tree
+	before, after map[uint32]htb.ClassStats
 	// gtp1 and gtp2 are the attached gtpu program's maps and counters at
 	// the two readings (nil when no gtpu classifier is attached).
 	gtp1, gtp2 *gtpu.Snapshot
@@ -127,7 +128,7 @@ func (v verification) delta(minor uint16) uint64 {
 }
 
 // label names a flow class by what classifies it.
-func label(t *shaper.Tree, c shaper.Class) string {
+func label(t *htb.Tree, c htb.Class) string {
 	s := "class " + t.Handle(c.Minor)
 	switch {
 	case c.TEID != 0 && c.Mark != 0:

@@ -7,19 +7,20 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
-func verifyTree(cls shaper.ClassifierKind, flows ...shaper.Class) *shaper.Tree {
-	t := &shaper.Tree{Major: shaper.OwnedMajor, DefaultMinor: shaper.DefaultMinor, Classifier: cls,
-		Classes: []shaper.Class{{Minor: 1, Role: shaper.RoleLink}, {Minor: 2, Parent: 1, Role: shaper.RoleDefault}}}
+func verifyTree(cls shaper.ClassifierKind, flows ...htb.Class) *htb.Tree {
+	t := &htb.Tree{Major: htb.OwnedMajor, DefaultMinor: htb.DefaultMinor, Classifier: cls,
+		Classes: []htb.Class{{Minor: 1, Role: shaper.RoleLink}, {Minor: 2, Parent: 1, Role: shaper.RoleDefault}}}
 	t.Classes = append(t.Classes, flows...)
 	return t
 }
 
-func stats(t *shaper.Tree, pk map[uint16]uint64) map[uint32]shaper.ClassStats {
-	out := map[uint32]shaper.ClassStats{}
+func stats(t *htb.Tree, pk map[uint16]uint64) map[uint32]htb.ClassStats {
+	out := map[uint32]htb.ClassStats{}
 	for m, n := range pk {
-		out[t.ClassID(m)] = shaper.ClassStats{Minor: m, Packets: n}
+		out[t.ClassID(m)] = htb.ClassStats{Minor: m, Packets: n}
 	}
 	return out
 }
@@ -31,10 +32,10 @@ func snap(filter string, miss uint64, dl map[gtpu.Key]uint32) *gtpu.Snapshot {
 }
 
 func TestVerifyCheck(t *testing.T) {
-	a := shaper.Class{Minor: 0x10, Parent: 1, Role: shaper.RoleFlow, TEID: 100, QFI: 2}
-	b := shaper.Class{Minor: 0x11, Parent: 1, Role: shaper.RoleFlow, TEID: 999, QFI: 3}
-	fw := shaper.Class{Minor: 0x10, Parent: 1, Role: shaper.RoleFlow, Mark: 2}
-	bare := shaper.Class{Minor: 0x12, Parent: 1, Role: shaper.RoleFlow}
+	a := htb.Class{Minor: 0x10, Parent: 1, Role: shaper.RoleFlow, TEID: 100, QFI: 2}
+	b := htb.Class{Minor: 0x11, Parent: 1, Role: shaper.RoleFlow, TEID: 999, QFI: 3}
+	fw := htb.Class{Minor: 0x10, Parent: 1, Role: shaper.RoleFlow, Mark: 2}
+	bare := htb.Class{Minor: 0x12, Parent: 1, Role: shaper.RoleFlow}
 	gtpTree := verifyTree(shaper.KindGTPU, a, b)
 	entries := map[gtpu.Key]uint32{{TEID: 100, QFI: 2}: gtpTree.ClassID(0x10), {TEID: 999, QFI: 3}: gtpTree.ClassID(0x11)}
 	for _, tc := range []struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -208,29 +209,29 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// 3. Mode: the patch's events and marks, or polling and the GTP-U
 	// header classifier.
-	var dlOpts, ulOpts []shaper.Option
+	var dlOpts, ulOpts []htb.Option
 	var gtpuCls *gtpu.Classifier
 	if patched {
 		if cfg.Classifier != "" && cfg.Classifier != string(shaper.KindAuto) {
-			dlOpts = append(dlOpts, shaper.WithClassifierKind(dlPol.Classifier))
-			ulOpts = append(ulOpts, shaper.WithClassifierKind(ulPol.Classifier))
+			dlOpts = append(dlOpts, htb.WithClassifierKind(dlPol.Classifier))
+			ulOpts = append(ulOpts, htb.WithClassifierKind(ulPol.Classifier))
 		}
 		log.WithField("dev", cfg.N3).Infof("mode: events (%s), classifier %s by mark", modeLine, dlPol.Classifier)
 	} else {
 		gtpuCls = gtpu.New(gtpu.Options{N3: cfg.N3})
-		dlOpts = append(dlOpts, shaper.WithClassifier(gtpuCls.Downlink()))
-		ulOpts = append(ulOpts, shaper.WithClassifier(gtpuCls.Uplink()))
+		dlOpts = append(dlOpts, htb.WithClassifier(gtpuCls.Downlink()))
+		ulOpts = append(ulOpts, htb.WithClassifier(gtpuCls.Uplink()))
 		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
 		log.WithField("dev", cfg.N3).Infof("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
 			time.Duration(cfg.Poll), feats)
 	}
-	dlOpts = append(dlOpts, shaper.WithForce(cfg.Force))
-	ulOpts = append(ulOpts, shaper.WithForce(cfg.Force))
+	dlOpts = append(dlOpts, htb.WithForce(cfg.Force))
+	ulOpts = append(ulOpts, htb.WithForce(cfg.Force))
 
 	var first atomic.Bool // the source's first dial follows the start-up checks
 	first.Store(true)
 	metrics := watch.NewMetrics()
-	dl := watch.NewShaperApplier(shaper.NewReconciler(h, cfg.N3, dlOpts...), dlPol)
+	dl := watch.NewShaperApplier(htb.NewReconciler(h, cfg.N3, dlOpts...), dlPol)
 	metrics.WatchClasses(dl)
 	opt := watch.Options{
 		Source: &watch.GTP5GSource{
@@ -255,7 +256,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var ul *watch.ShaperApplier
 	if cfg.N6 != "" {
-		ul = watch.NewShaperApplier(shaper.NewReconciler(h, cfg.N6, ulOpts...), ulPol)
+		ul = watch.NewShaperApplier(htb.NewReconciler(h, cfg.N6, ulOpts...), ulPol)
 		metrics.WatchClasses(ul)
 		opt.Uplink = ul
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -80,16 +81,16 @@ func TestWatchMetricsLoopbackOnly(t *testing.T) {
 }
 
 // recordingReconciler captures the trees it is asked to reconcile.
-type recordingReconciler struct{ last *shaper.Tree }
+type recordingReconciler struct{ last *htb.Tree }
 
 func (r *recordingReconciler) Dev() string { return "n3test" }
-func (r *recordingReconciler) Reconcile(ctx context.Context, t *shaper.Tree) (shaper.Result, error) {
+func (r *recordingReconciler) Reconcile(ctx context.Context, t *htb.Tree) (htb.Result, error) {
 	r.last = t
-	return shaper.Result{}, nil
+	return htb.Result{}, nil
 }
-func (r *recordingReconciler) Actual(context.Context) (*shaper.Tree, error) { return nil, nil }
-func (r *recordingReconciler) Reset(context.Context) error                  { return nil }
-func (r *recordingReconciler) ClassStats(context.Context) (map[uint32]shaper.ClassStats, error) {
+func (r *recordingReconciler) Actual(context.Context) (*htb.Tree, error) { return nil, nil }
+func (r *recordingReconciler) Reset(context.Context) error               { return nil }
+func (r *recordingReconciler) ClassStats(context.Context) (map[uint32]htb.ClassStats, error) {
 	return nil, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // seedArms returns the seed's static and aware arms.
@@ -92,16 +93,16 @@ func TestSeedAcceptanceCatchesViolations(t *testing.T) {
 
 func TestMeasureFromCountersAndSeries(t *testing.T) {
 	arms := seedArms()
-	tree, probs := shaper.Plan(arms[1].Flows, arms[1].Policy)
+	tree, probs := htb.Plan(arms[1].Flows, arms[1].Policy, nil)
 	if _, bad := shaper.FirstError(probs); bad {
 		t.Fatal(probs)
 	}
-	s1, s2 := map[uint32]shaper.ClassStats{}, map[uint32]shaper.ClassStats{}
+	s1, s2 := map[uint32]htb.ClassStats{}, map[uint32]htb.ClassStats{}
 	for i, c := range tree.FlowClasses() {
 		id := tree.ClassID(c.Minor)
-		s1[id] = shaper.ClassStats{Bytes: 1000, Packets: 1}
+		s1[id] = htb.ClassStats{Bytes: 1000, Packets: 1}
 		pk := uint64(1000 * (i + 1))
-		s2[id] = shaper.ClassStats{Bytes: 1000 + pk*1286, Packets: 1 + pk, Drops: 7}
+		s2[id] = htb.ClassStats{Bytes: 1000 + pk*1286, Packets: 1 + pk, Drops: 7}
 	}
 	traffic := map[string]FlowTraffic{"A": {Mbps: []float64{0, 1, 16, 17, 99}, Lost: []int64{0, 0, 2, 3, 0}}}
 	o := Options{WindowStart: 2 * time.Second, WindowEnd: 4 * time.Second, Tolerance: 0.05, Payload: 1200}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // GTPUOverhead is what N3 adds around an inner IPv4/UDP payload: inner
@@ -29,8 +30,8 @@ func payloadOf(o *Options, frame float64) float64 {
 
 // measure fills run from two counter snapshots dt apart and the receivers'
 // series.
-func measure(run *RunResult, o *Options, arm Arm, tree *shaper.Tree, scale float64,
-	s1, s2 map[uint32]shaper.ClassStats, dt time.Duration, traffic map[string]FlowTraffic) {
+func measure(run *RunResult, o *Options, arm Arm, tree *htb.Tree, scale float64,
+	s1, s2 map[uint32]htb.ClassStats, dt time.Duration, traffic map[string]FlowTraffic) {
 	w0, w1 := int(o.WindowStart/time.Second), int(o.WindowEnd/time.Second)
 	linkMbps := float64(tree.LinkRate) / 1e6
 	var totBytes, totPkts uint64

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // Validate checks the protocol and fills defaults.
@@ -148,7 +148,7 @@ func runOne(ctx context.Context, t Target, o *Options, arm Arm, index int) (RunR
 		m, err := t.Traffic(ctx, arm.Flows, start, o.Duration)
 		done <- trafficResult{m, err}
 	}()
-	sample := func(at time.Time) (map[uint32]shaper.ClassStats, time.Time, error) {
+	sample := func(at time.Time) (map[uint32]htb.ClassStats, time.Time, error) {
 		if err := sleepUntil(ctx, at); err != nil {
 			return nil, time.Time{}, err
 		}
@@ -156,7 +156,7 @@ func runOne(ctx context.Context, t Target, o *Options, arm Arm, index int) (RunR
 		return s, time.Now(), err
 	}
 	s1, t1, err1 := sample(start.Add(o.WindowStart))
-	var s2 map[uint32]shaper.ClassStats
+	var s2 map[uint32]htb.ClassStats
 	var t2 time.Time
 	if err1 == nil {
 		s2, t2, err1 = sample(start.Add(o.WindowEnd))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // Target is where an experiment runs: the lab (traffic and receivers of its
@@ -17,9 +18,9 @@ type Target interface {
 	Scale() float64
 	// Apply makes the device's tree match the arm's plan and returns the
 	// tree and the reconciler's summary.
-	Apply(ctx context.Context, arm Arm) (*shaper.Tree, string, error)
+	Apply(ctx context.Context, arm Arm) (*htb.Tree, string, error)
 	// ClassStats reads the device's class counters.
-	ClassStats(ctx context.Context) (map[uint32]shaper.ClassStats, error)
+	ClassStats(ctx context.Context) (map[uint32]htb.ClassStats, error)
 	// Traffic runs traffic from start for d. It returns one per-second
 	// goodput series (Mbit/s) per flow name, plus per-flow loss per second
 	// and TCP retransmits; a device target returns nil after waiting.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/vishvananda/netlink"
 )
 
@@ -16,15 +17,15 @@ import (
 type DeviceTarget struct {
 	h       *netlink.Handle
 	dev     string
-	rec     *shaper.Reconciler
-	prev    *shaper.Tree
+	rec     *htb.Reconciler
+	prev    *htb.Tree
 	hadTree bool
 	lastArm string
 	Note    string
 }
 
 // NewDeviceTarget opens a netlink handle and a reconciler on dev.
-func NewDeviceTarget(ctx context.Context, dev string, opts ...shaper.Option) (*DeviceTarget, error) {
+func NewDeviceTarget(ctx context.Context, dev string, opts ...htb.Option) (*DeviceTarget, error) {
 	if _, err := netlink.LinkByName(dev); err != nil {
 		return nil, fmt.Errorf("device %s: %w", dev, err)
 	}
@@ -32,7 +33,7 @@ func NewDeviceTarget(ctx context.Context, dev string, opts ...shaper.Option) (*D
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle: %w", err)
 	}
-	t := &DeviceTarget{h: h, dev: dev, rec: shaper.NewReconciler(h, dev, opts...)}
+	t := &DeviceTarget{h: h, dev: dev, rec: htb.NewReconciler(h, dev, opts...)}
 	before, err := t.rec.Actual(ctx)
 	if err != nil && !errors.Is(err, shaper.ErrNotOwned) {
 		h.Close()
@@ -49,13 +50,13 @@ func (t *DeviceTarget) Describe() string { return "device " + t.dev + " (class c
 func (t *DeviceTarget) Scale() float64 { return 1 }
 
 // Apply plans and reconciles the arm on the device.
-func (t *DeviceTarget) Apply(ctx context.Context, arm Arm) (*shaper.Tree, string, error) {
+func (t *DeviceTarget) Apply(ctx context.Context, arm Arm) (*htb.Tree, string, error) {
 	t.lastArm = arm.Name
 	return applyPlan(ctx, t.rec, &t.prev, arm, 1)
 }
 
 // ClassStats reads the device's class counters.
-func (t *DeviceTarget) ClassStats(ctx context.Context) (map[uint32]shaper.ClassStats, error) {
+func (t *DeviceTarget) ClassStats(ctx context.Context) (map[uint32]htb.ClassStats, error) {
 	return t.rec.ClassStats(ctx)
 }
 

@@ -7,14 +7,15 @@ import (
 
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // LabTarget runs arms in a lab: the shaper reconciles the UPF's N3 veth,
 // the lab's senders and receivers make and measure the traffic.
 type LabTarget struct {
 	lab       *lab.Lab
-	rec       *shaper.Reconciler
-	prev      *shaper.Tree
+	rec       *htb.Reconciler
+	prev      *htb.Tree
 	tcp       bool
 	payload   int
 	generator string
@@ -26,8 +27,8 @@ func (t *LabTarget) RunNotes() []string { return t.notes }
 
 // NewLabTarget returns a target on l's N3 device. opts go to the shaper's
 // reconciler (classifier, leaf).
-func NewLabTarget(l *lab.Lab, tcp bool, payload int, generator string, opts ...shaper.Option) *LabTarget {
-	return &LabTarget{lab: l, rec: shaper.NewReconciler(l.UPFNetlink(), lab.N3Dev, opts...),
+func NewLabTarget(l *lab.Lab, tcp bool, payload int, generator string, opts ...htb.Option) *LabTarget {
+	return &LabTarget{lab: l, rec: htb.NewReconciler(l.UPFNetlink(), lab.N3Dev, opts...),
 		tcp: tcp, payload: payload, generator: generator}
 }
 
@@ -55,10 +56,9 @@ func ScaleArm(arm Arm, s float64) ([]shaper.Flow, shaper.Policy) {
 }
 
 // applyPlan plans the arm (scaled) and reconciles it.
-func applyPlan(ctx context.Context, rec *shaper.Reconciler, prev **shaper.Tree, arm Arm, scale float64) (*shaper.Tree, string, error) {
+func applyPlan(ctx context.Context, rec *htb.Reconciler, prev **htb.Tree, arm Arm, scale float64) (*htb.Tree, string, error) {
 	flows, pol := ScaleArm(arm, scale)
-	pol.Previous = *prev
-	tree, problems := shaper.Plan(flows, pol)
+	tree, problems := htb.Plan(flows, pol, *prev)
 	if p, bad := shaper.FirstError(problems); bad {
 		return nil, "", fmt.Errorf("plan %s: %w", arm.Source, p)
 	}
@@ -71,7 +71,7 @@ func applyPlan(ctx context.Context, rec *shaper.Reconciler, prev **shaper.Tree, 
 }
 
 // Apply plans and reconciles the arm on the lab's N3 device.
-func (t *LabTarget) Apply(ctx context.Context, arm Arm) (*shaper.Tree, string, error) {
+func (t *LabTarget) Apply(ctx context.Context, arm Arm) (*htb.Tree, string, error) {
 	if err := CheckLabFlows(t.lab.PDRs(), arm); err != nil {
 		return nil, "", err
 	}
@@ -79,7 +79,7 @@ func (t *LabTarget) Apply(ctx context.Context, arm Arm) (*shaper.Tree, string, e
 }
 
 // ClassStats reads the N3 device's class counters.
-func (t *LabTarget) ClassStats(ctx context.Context) (map[uint32]shaper.ClassStats, error) {
+func (t *LabTarget) ClassStats(ctx context.Context) (map[uint32]htb.ClassStats, error) {
 	return t.rec.ClassStats(ctx)
 }
 

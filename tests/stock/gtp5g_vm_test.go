@@ -17,6 +17,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/tests/vm"
@@ -163,7 +164,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 		}
 		pol.Leaf.Kind = k
 	}
-	tree, probs := shaper.Plan(sf, pol)
+	tree, probs := htb.Plan(sf, pol, nil)
 	if tree == nil {
 		t.Fatalf("plan: %v", probs)
 	}
@@ -173,7 +174,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 	}
 	defer h.Close()
 	cls := gtpu.New(gtpu.Options{N3: "n3"})
-	rec := shaper.NewReconciler(h, "n3", shaper.WithClassifier(cls.Downlink()))
+	rec := htb.NewReconciler(h, "n3", htb.WithClassifier(cls.Downlink()))
 	res, err := rec.Reconcile(context.Background(), tree)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -60,10 +61,10 @@ func flowsFor(l *lab.Lab, contracts map[string]contract) []shaper.Flow {
 
 // shaped is an aware HTB tree on the lab's N3 with the gtpu classifier.
 type shaped struct {
-	tree *shaper.Tree
-	rec  *shaper.Reconciler
+	tree *htb.Tree
+	rec  *htb.Reconciler
 	cls  *gtpu.Classifier
-	res  shaper.Result
+	res  htb.Result
 }
 
 // shape plans and reconciles an aware tree on N3 classified by gtpu. It
@@ -72,7 +73,7 @@ func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped 
 	t.Helper()
 	pol := shaper.DefaultPolicy(uint64(linkRate * l.Scale()))
 	pol.Classifier = shaper.KindGTPU
-	tree, problems := shaper.Plan(flows, pol)
+	tree, problems := htb.Plan(flows, pol, nil)
 	for _, p := range problems {
 		t.Logf("plan: %v", p)
 	}
@@ -81,7 +82,7 @@ func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped 
 	}
 	h := l.UPFNetlink()
 	cls := gtpu.New(gtpu.Options{N3: lab.N3Dev, QFIOnly: qfiOnly})
-	rec := shaper.NewReconciler(h, lab.N3Dev, shaper.WithClassifier(cls.Downlink()))
+	rec := htb.NewReconciler(h, lab.N3Dev, htb.WithClassifier(cls.Downlink()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := rec.Reconcile(ctx, tree)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -73,7 +74,7 @@ func TestVerifyFlagsMisclassifiedFlow(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 
 	lines, code := verifyIn(t, l, bin)
-	var bClass shaper.Class
+	var bClass htb.Class
 	for _, c := range s.tree.FlowClasses() {
 		if c.Name == "B" {
 			bClass = c
@@ -85,8 +86,8 @@ func TestVerifyFlagsMisclassifiedFlow(t *testing.T) {
 	}
 
 	pol := shaper.DefaultPolicy(uint64(linkRate * l.Scale()))
-	pol.Classifier, pol.Previous = s.tree.Classifier, s.tree
-	fixed, probs := shaper.Plan(good, pol)
+	pol.Classifier = s.tree.Classifier
+	fixed, probs := htb.Plan(good, pol, s.tree)
 	if fixed == nil {
 		t.Fatalf("plan: %v", probs)
 	}

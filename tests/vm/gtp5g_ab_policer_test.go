@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 )
 
@@ -66,7 +67,7 @@ func TestABCountOnlyArm(t *testing.T) {
 	if co.Policy.Mode != shaper.Static {
 		t.Errorf("%s: mode %v, want static (every class the same, contracts ignored)", abCountOnlyFile, co.Policy.Mode)
 	}
-	tree, probs := shaper.Plan(co.Flows, co.Policy)
+	tree, probs := htb.Plan(co.Flows, co.Policy, nil)
 	for _, pr := range probs {
 		t.Errorf("%s: planner problem %v on %s (%s): %s", abCountOnlyFile, pr.Kind, pr.Name, pr.Field, pr.Detail)
 	}

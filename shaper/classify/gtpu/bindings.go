@@ -5,8 +5,7 @@ import (
 	"sort"
 
 	"github.com/cilium/ebpf"
-
-	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // snapshot reads this process's maps into a Snapshot (no stats).
@@ -26,11 +25,11 @@ func (o *Objects) snapshot() (*Snapshot, error) {
 }
 
 // DownlinkBindings lists the Downlink entries whose class lies under root.
-func (s *Snapshot) DownlinkBindings(root uint32) []shaper.Binding {
-	var out []shaper.Binding
+func (s *Snapshot) DownlinkBindings(root uint32) []classify.Binding {
+	var out []classify.Binding
 	for k, v := range s.Downlink {
 		if minor, ok := minorOf(v, root); ok {
-			out = append(out, shaper.Binding{Minor: minor, TEID: k.TEID, QFI: k.QFI})
+			out = append(out, classify.Binding{Minor: minor, TEID: k.TEID, QFI: k.QFI})
 		}
 	}
 	sortBindings(out)
@@ -39,26 +38,26 @@ func (s *Snapshot) DownlinkBindings(root uint32) []shaper.Binding {
 
 // UplinkBindings joins Uplink and MarkClass: (TEID, QFI) -> mark -> class
 // under root. Marks no (TEID, QFI) entry uses are listed with TEID/QFI 0.
-func (s *Snapshot) UplinkBindings(root uint32) []shaper.Binding {
+func (s *Snapshot) UplinkBindings(root uint32) []classify.Binding {
 	byMark := s.MarkClass
-	var out []shaper.Binding
+	var out []classify.Binding
 	used := map[uint32]bool{}
 	for k, mark := range s.Uplink {
 		if minor, ok := minorOf(byMark[mark], root); ok {
-			out = append(out, shaper.Binding{Minor: minor, Mark: mark, TEID: k.TEID, QFI: k.QFI})
+			out = append(out, classify.Binding{Minor: minor, Mark: mark, TEID: k.TEID, QFI: k.QFI})
 			used[mark] = true
 		}
 	}
 	for m, cl := range byMark {
 		if minor, ok := minorOf(cl, root); ok && !used[m] {
-			out = append(out, shaper.Binding{Minor: minor, Mark: m})
+			out = append(out, classify.Binding{Minor: minor, Mark: m})
 		}
 	}
 	sortBindings(out)
 	return out
 }
 
-func sortBindings(b []shaper.Binding) {
+func sortBindings(b []classify.Binding) {
 	sort.Slice(b, func(i, j int) bool {
 		if b[i].Minor != b[j].Minor {
 			return b[i].Minor < b[j].Minor

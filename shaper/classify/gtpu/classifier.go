@@ -1,14 +1,14 @@
 package gtpu
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
-
-	"github.com/free5gc/gtpqos/shaper"
 )
 
 // Options configure a Classifier.
@@ -24,7 +24,7 @@ type Options struct {
 
 // Classifier classifies stock-gtp5g traffic by (TEID, QFI). One Classifier
 // holds one set of BPF objects; Downlink and Uplink return the
-// shaper.Classifier views for the N3 and the N6 Reconciler. It is safe for
+// classify.Classifier views for the N3 and the N6 tree. It is safe for
 // concurrent use: the two views share one lock.
 type Classifier struct {
 	mu   sync.Mutex
@@ -87,7 +87,7 @@ func (c *Classifier) load(n3 netlink.Link) (bool, error) {
 	return true, nil
 }
 
-func (c *Classifier) n3Link(env shaper.ClassifierEnv) (netlink.Link, error) {
+func (c *Classifier) n3Link(env classify.Env) (netlink.Link, error) {
 	if c.opts.N3 == "" || c.opts.N3 == env.Link.Attrs().Name {
 		return env.Link, nil
 	}
@@ -100,7 +100,7 @@ func (c *Classifier) n3Link(env shaper.ClassifierEnv) (netlink.Link, error) {
 
 // attach attaches prog unless it is attached already, remembering whether
 // we created the clsact qdisc.
-func (c *Classifier) attach(env shaper.ClassifierEnv, link netlink.Link, hook Hook, which string) (bool, error) {
+func (c *Classifier) attach(env classify.Env, link netlink.Link, hook Hook, which string) (bool, error) {
 	p := c.objs.DownlinkProgram()
 	switch which {
 	case "gtpu-ingress":
@@ -122,7 +122,7 @@ func (c *Classifier) attach(env shaper.ClassifierEnv, link netlink.Link, hook Ho
 
 // attachNoting attaches the named program like attach and, when that
 // wrote, counts the write and notes it in res.
-func (c *Classifier) attachNoting(env shaper.ClassifierEnv, link netlink.Link, hook Hook, which string, res *shaper.ClassifierResult) error {
+func (c *Classifier) attachNoting(env classify.Env, link netlink.Link, hook Hook, which string, res *classify.Result) error {
 	wrote, err := c.attach(env, link, hook, which)
 	if err != nil {
 		return err
@@ -137,7 +137,7 @@ func (c *Classifier) attachNoting(env shaper.ClassifierEnv, link netlink.Link, h
 // detach removes the named filter from the hook: the one this Classifier
 // attached, or (in a process that attached nothing, e.g. 'gtpqos reset') one
 // of ours left by an earlier run, then leaving its clsact qdisc in place.
-func (c *Classifier) detach(env shaper.ClassifierEnv, link netlink.Link, hook Hook, which string) error {
+func (c *Classifier) detach(env classify.Env, link netlink.Link, hook Hook, which string) error {
 	k := attKey{link.Attrs().Index, hook}
 	a, ok := c.att[k]
 	if !ok {
@@ -152,57 +152,58 @@ func (c *Classifier) detach(env shaper.ClassifierEnv, link netlink.Link, hook Ho
 
 // snapshot reads this Classifier's maps, or if it has loaded nothing yet,
 // those of the gtpqos program attached to link's hook (nil if none).
-func (c *Classifier) snapshot(env shaper.ClassifierEnv, link netlink.Link, hook Hook) (*Snapshot, error) {
+func (c *Classifier) snapshot(env classify.Env, link netlink.Link, hook Hook) (*Snapshot, error) {
 	if c.objs != nil {
 		return c.objs.snapshot()
 	}
 	return ReadAttached(env.Handle, link, hook)
 }
 
-// keyOf returns the map key of a flow class, or false (with a note) if the
+// keyOf returns the map key of a table entry, or a note saying why the
 // flow cannot be keyed.
-func (c *Classifier) keyOf(cl shaper.Class) (Key, string) {
-	if cl.QFI > 63 {
-		return Key{}, fmt.Sprintf("flow %s (class %x): QFI %d out of range; its packets go to the default class", cl.Flow, cl.Minor, cl.QFI)
+func (c *Classifier) keyOf(e classify.Entry) (Key, string) {
+	if e.QFI > 63 {
+		return Key{}, fmt.Sprintf("flow %s (class %s): QFI %d out of range; its packets go to the default class", e.Flow, classify.Handle(e.ClassID), e.QFI)
 	}
 	if c.opts.QFIOnly {
-		return Key{QFI: cl.QFI}, ""
+		return Key{QFI: e.QFI}, ""
 	}
-	if cl.TEID == 0 {
-		return Key{}, fmt.Sprintf("flow %s (class %x): no TEID known; its packets go to the default class", cl.Flow, cl.Minor)
+	if e.TEID == 0 {
+		return Key{}, fmt.Sprintf("flow %s (class %s): no TEID known; its packets go to the default class", e.Flow, classify.Handle(e.ClassID))
 	}
-	return Key{TEID: cl.TEID, QFI: cl.QFI}, ""
+	return Key{TEID: e.TEID, QFI: e.QFI}, ""
 }
 
-// entries builds key -> value for the tree's flow classes. Two flows with
-// one key share the entry of the lower class minor; each loser is noted.
-func (c *Classifier) entries(desired *shaper.Tree, value func(shaper.Class) (uint32, bool)) (map[Key]uint32, []string) {
+// entries builds key -> value for the table's entries. Two flows with one
+// key share the entry of the lower class id; each loser is noted.
+func (c *Classifier) entries(table classify.Table, value func(classify.Entry) (uint32, bool)) (map[Key]uint32, []string) {
 	want := map[Key]uint32{}
-	owner := map[Key]shaper.Class{}
+	owner := map[Key]classify.Entry{}
 	var notes []string
-	classes := desired.FlowClasses()
-	sort.Slice(classes, func(i, j int) bool { return classes[i].Minor < classes[j].Minor })
-	for _, cl := range classes {
-		k, note := c.keyOf(cl)
+	ents := slices.Clone(table.Entries)
+	slices.SortFunc(ents, func(a, b classify.Entry) int { return cmp.Compare(a.ClassID, b.ClassID) })
+	for _, e := range ents {
+		k, note := c.keyOf(e)
 		if note != "" {
 			notes = append(notes, note)
 			continue
 		}
-		v, ok := value(cl)
+		v, ok := value(e)
 		if !ok {
 			continue
 		}
 		if o, dup := owner[k]; dup {
-			notes = append(notes, fmt.Sprintf("flow %s (class %x) shares %s with flow %s (class %x): its packets go to class %x", cl.Flow, cl.Minor, k, o.Flow, o.Minor, o.Minor))
+			notes = append(notes, fmt.Sprintf("flow %s (class %s) shares %s with flow %s (class %s): its packets go to class %s",
+				e.Flow, classify.Handle(e.ClassID), k, o.Flow, classify.Handle(o.ClassID), classify.Handle(o.ClassID)))
 			continue
 		}
-		owner[k] = cl
+		owner[k] = e
 		want[k] = v
 	}
 	return want, notes
 }
 
-func addSync(r *shaper.ClassifierResult, s SyncResult) {
+func addSync(r *classify.Result, s SyncResult) {
 	r.Added += s.Added
 	r.Changed += s.Changed
 	r.Deleted += s.Deleted

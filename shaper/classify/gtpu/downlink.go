@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
-// Downlink returns the shaper.Classifier for the N3 Reconciler: gtpu_egress
+// Downlink returns the classify.Classifier for the N3 Reconciler: gtpu_egress
 // on the device's clsact egress sets skb->priority to the flow's class id,
 // and unclaimed GTP-U to the default class.
-func (c *Classifier) Downlink() shaper.Classifier { return downlink{c} }
+func (c *Classifier) Downlink() classify.Classifier { return downlink{c} }
 
 type downlink struct{ c *Classifier }
 
@@ -17,20 +18,20 @@ type downlink struct{ c *Classifier }
 func (d downlink) Kind() shaper.ClassifierKind { return shaper.KindGTPU }
 
 // Probe loads the objects: the kernel must accept the program.
-func (d downlink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
+func (d downlink) Probe(ctx context.Context, env classify.Env) error {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
 	_, err := d.c.load(env.Link)
 	return err
 }
 
-// Sync writes (TEID, QFI) -> class id for every flow class of desired,
+// Sync writes (TEID, QFI) -> class id for every entry of the table,
 // deletes stale keys, sets the default class and attaches the program.
-func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *shaper.Tree) (shaper.ClassifierResult, error) {
+func (d downlink) Sync(ctx context.Context, env classify.Env, table classify.Table) (classify.Result, error) {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
 	c := d.c
-	var res shaper.ClassifierResult
+	var res classify.Result
 	loaded, err := c.load(env.Link)
 	if err != nil {
 		return res, err
@@ -39,14 +40,14 @@ func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *s
 		res.Writes++
 		res.Notes = append(res.Notes, "loaded BPF program gtpu_egress ((TEID, QFI) -> skb->priority)")
 	}
-	want, notes := c.entries(desired, func(cl shaper.Class) (uint32, bool) { return desired.ClassID(cl.Minor), true })
+	want, notes := c.entries(table, func(e classify.Entry) (uint32, bool) { return e.ClassID, true })
 	res.Notes = append(res.Notes, notes...)
 	s, err := c.objs.SyncDownlink(want)
 	addSync(&res, s)
 	if err != nil {
 		return res, err
 	}
-	dflt := desired.ClassID(desired.DefaultMinor)
+	dflt := table.Default
 	if dflt != c.objs.dflt {
 		if err := c.objs.SetDefaultClass(dflt); err != nil {
 			return res, err
@@ -59,7 +60,7 @@ func (d downlink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *s
 
 // Bindings reads the downlink map back: this process's, or before the first
 // Sync the map of a gtpu_egress program an earlier run left attached.
-func (d downlink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
+func (d downlink) Bindings(ctx context.Context, env classify.Env) ([]classify.Binding, error) {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
 	s, err := d.c.snapshot(env, env.Link, Egress)
@@ -71,7 +72,7 @@ func (d downlink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]sha
 
 // Remove detaches gtpu_egress from the device (and the clsact qdisc if we
 // added it and nothing else uses it). The map entries go with the objects.
-func (d downlink) Remove(ctx context.Context, env shaper.ClassifierEnv) error {
+func (d downlink) Remove(ctx context.Context, env classify.Env) error {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
 	return d.c.detach(env, env.Link, Egress, "gtpu-egress")

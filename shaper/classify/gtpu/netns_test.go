@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -84,7 +85,7 @@ func classPackets(t *testing.T, h *netlink.Handle, link netlink.Link) map[uint16
 	out := map[uint16]uint64{}
 	for _, c := range cls {
 		a := c.Attrs()
-		if a.Handle>>16 == uint32(shaper.OwnedMajor) && a.Statistics != nil && a.Statistics.Basic != nil {
+		if a.Handle>>16 == testMajor && a.Statistics != nil && a.Statistics.Basic != nil {
 			out[uint16(a.Handle)] = uint64(a.Statistics.Basic.Packets)
 		}
 	}
@@ -102,13 +103,16 @@ func htb(t *testing.T, ns *testenv.NetNS, dev string, minors ...uint16) {
 	}
 }
 
-func flowClass(minor uint16, seid uint64, teid uint32, qfi uint8, mark uint32) shaper.Class {
-	return shaper.Class{Minor: minor, Parent: shaper.LinkMinor, Role: shaper.RoleFlow,
+// testMajor is the root qdisc major the tests' HTB trees use.
+const testMajor = 0x6771
+
+func flowClass(minor uint16, seid uint64, teid uint32, qfi uint8, mark uint32) classify.Entry {
+	return classify.Entry{ClassID: testMajor<<16 | uint32(minor),
 		Flow: shaper.FlowID{SEID: seid, QERID: uint32(minor)}, TEID: teid, QFI: qfi, Mark: mark}
 }
 
-func tree(classes ...shaper.Class) *shaper.Tree {
-	return &shaper.Tree{Major: shaper.OwnedMajor, DefaultMinor: shaper.DefaultMinor, Classifier: shaper.KindGTPU, Classes: classes}
+func tree(entries ...classify.Entry) classify.Table {
+	return classify.Table{Default: testMajor<<16 | 2, Entries: entries}
 }
 
 // waitPackets polls the class counters until want holds or 2 s pass.
@@ -163,7 +167,7 @@ func TestDownlinkClassifiesOnVeth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []shaper.Binding{{Minor: 0x10, TEID: 100, QFI: 2}, {Minor: 0x11, TEID: 200, QFI: 2}}
+	want := []classify.Binding{{Minor: 0x10, TEID: 100, QFI: 2}, {Minor: 0x11, TEID: 200, QFI: 2}}
 	if fmt.Sprint(bs) != fmt.Sprint(want) {
 		t.Errorf("bindings %v, want %v", bs, want)
 	}
@@ -285,7 +289,7 @@ func TestUplinkMarksSurviveForwarding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []shaper.Binding{{Minor: 0x10, Mark: 0x1001, TEID: 100, QFI: 2}, {Minor: 0x11, Mark: 0x1002, TEID: 200, QFI: 2}}; fmt.Sprint(bs) != fmt.Sprint(want) {
+	if want := []classify.Binding{{Minor: 0x10, Mark: 0x1001, TEID: 100, QFI: 2}, {Minor: 0x11, Mark: 0x1002, TEID: 200, QFI: 2}}; fmt.Sprint(bs) != fmt.Sprint(want) {
 		t.Errorf("bindings %v, want %v", bs, want)
 	}
 
@@ -311,7 +315,7 @@ func TestUplinkMarksSurviveForwarding(t *testing.T) {
 // classifierEnv opens a netlink handle in ns (closed when the test ends)
 // and returns it with the classifier environment for dev under gtpqos's
 // HTB root.
-func classifierEnv(t *testing.T, ns *testenv.NetNS, dev string) (*netlink.Handle, shaper.ClassifierEnv) {
+func classifierEnv(t *testing.T, ns *testenv.NetNS, dev string) (*netlink.Handle, classify.Env) {
 	t.Helper()
 	h, err := netlink.NewHandleAt(ns.Handle)
 	if err != nil {
@@ -322,5 +326,5 @@ func classifierEnv(t *testing.T, ns *testenv.NetNS, dev string) (*netlink.Handle
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h, shaper.ClassifierEnv{Handle: h, Link: link, Root: uint32(shaper.OwnedMajor) << 16}
+	return h, classify.Env{Handle: h, Link: link, Root: testMajor << 16}
 }

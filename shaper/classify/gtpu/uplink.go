@@ -5,14 +5,15 @@ import (
 	"fmt"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
-// Uplink returns the shaper.Classifier for the N6 Reconciler: gtpu_ingress
+// Uplink returns the classify.Classifier for the N6 Reconciler: gtpu_ingress
 // on N3's clsact ingress sets skb->mark from (TEID, QFI) before gtp5g
 // decapsulates, and mark_egress on N6's clsact egress turns the mark into
 // skb->priority = the flow's class id (no cls_fw needed). Flows without a
 // mark or TEID reach the default class.
-func (c *Classifier) Uplink() shaper.Classifier { return uplink{c} }
+func (c *Classifier) Uplink() classify.Classifier { return uplink{c} }
 
 type uplink struct{ c *Classifier }
 
@@ -20,7 +21,7 @@ type uplink struct{ c *Classifier }
 func (u uplink) Kind() shaper.ClassifierKind { return shaper.KindGTPU }
 
 // Probe loads the objects: the kernel must accept the programs.
-func (u uplink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
+func (u uplink) Probe(ctx context.Context, env classify.Env) error {
 	u.c.mu.Lock()
 	defer u.c.mu.Unlock()
 	n3, err := u.c.n3Link(env)
@@ -32,12 +33,12 @@ func (u uplink) Probe(ctx context.Context, env shaper.ClassifierEnv) error {
 }
 
 // Sync writes (TEID, QFI) -> mark and mark -> class id for every flow class
-// of desired that has a mark, deletes stale keys and attaches both programs.
-func (u uplink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *shaper.Tree) (shaper.ClassifierResult, error) {
+// of the table that has a mark, deletes stale keys and attaches both programs.
+func (u uplink) Sync(ctx context.Context, env classify.Env, table classify.Table) (classify.Result, error) {
 	u.c.mu.Lock()
 	defer u.c.mu.Unlock()
 	c := u.c
-	var res shaper.ClassifierResult
+	var res classify.Result
 	n3, err := c.n3Link(env)
 	if err != nil {
 		return res, err
@@ -50,19 +51,19 @@ func (u uplink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *sha
 		res.Writes++
 		res.Notes = append(res.Notes, "loaded BPF programs gtpu_ingress ((TEID, QFI) -> skb->mark) and mark_egress (mark -> skb->priority)")
 	}
-	want, notes := c.entries(desired, func(cl shaper.Class) (uint32, bool) {
-		if cl.Mark == 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("flow %s (class %x): no mark; its packets go to the default class", cl.Flow, cl.Minor))
+	want, notes := c.entries(table, func(e classify.Entry) (uint32, bool) {
+		if e.Mark == 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("flow %s (class %s): no mark; its packets go to the default class", e.Flow, classify.Handle(e.ClassID)))
 			return 0, false
 		}
-		return cl.Mark, true
+		return e.Mark, true
 	})
 	res.Notes = append(res.Notes, notes...)
 	marks := map[uint32]uint32{}
-	for _, cl := range desired.FlowClasses() {
-		if cl.Mark != 0 {
-			if _, dup := marks[cl.Mark]; !dup {
-				marks[cl.Mark] = desired.ClassID(cl.Minor)
+	for _, e := range table.Entries {
+		if e.Mark != 0 {
+			if _, dup := marks[e.Mark]; !dup {
+				marks[e.Mark] = e.ClassID
 			}
 		}
 	}
@@ -86,7 +87,7 @@ func (u uplink) Sync(ctx context.Context, env shaper.ClassifierEnv, desired *sha
 // Bindings reads the uplink maps back: (TEID, QFI) -> mark -> class.
 // Before the first Sync it reads the maps of a mark_egress program an
 // earlier run left attached to the device.
-func (u uplink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shaper.Binding, error) {
+func (u uplink) Bindings(ctx context.Context, env classify.Env) ([]classify.Binding, error) {
 	u.c.mu.Lock()
 	defer u.c.mu.Unlock()
 	s, err := u.c.snapshot(env, env.Link, Egress)
@@ -97,7 +98,7 @@ func (u uplink) Bindings(ctx context.Context, env shaper.ClassifierEnv) ([]shape
 }
 
 // Remove detaches gtpu_ingress from N3 and mark_egress from the device.
-func (u uplink) Remove(ctx context.Context, env shaper.ClassifierEnv) error {
+func (u uplink) Remove(ctx context.Context, env classify.Env) error {
 	u.c.mu.Lock()
 	defer u.c.mu.Unlock()
 	n3, err := u.c.n3Link(env)

@@ -1,4 +1,4 @@
-package shaper
+package classify
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/free5gc/gtpqos/shaper"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -18,7 +19,7 @@ const (
 	bpfProgName = "gtpqos_mark24"
 	bpfMapName  = "gtpqos_marks"
 	// bpfFilterName names the current program (it masks the mark with
-	// MarkMask); bpfFilterPrefix finds any version, so an older program
+	// shaper.MarkMask); bpfFilterPrefix finds any version, so an older program
 	// (it used all 32 bits) is replaced rather than adopted.
 	bpfFilterName   = "gtpqos_mark24"
 	bpfFilterPrefix = "gtpqos_mark"
@@ -29,7 +30,7 @@ const (
 	skbTCClassidOff = 72
 )
 
-// MarkBPFClassifier classifies by skb->mark with one cls_bpf filter in
+// MarkBPF classifies by skb->mark with one cls_bpf filter in
 // direct-action mode on the root HTB qdisc (prio BPFPrio). Its program,
 // built with cilium/ebpf's asm (no clang at build or run time), looks the
 // mark up in a BPF hash map mark -> class minor and sets skb->tc_classid;
@@ -44,28 +45,28 @@ const (
 //
 // After a restart the classifier adopts the installed program and its map
 // (found through the filter's program id), so nothing is reloaded.
-type MarkBPFClassifier struct {
+type MarkBPF struct {
 	m      *ebpf.Map
 	prog   *ebpf.Program
 	progID int
 	writes int
 }
 
-// NewMarkBPFClassifier returns the cls_bpf mark classifier. Nothing is
+// NewMarkBPF returns the cls_bpf mark classifier. Nothing is
 // loaded until Sync.
-func NewMarkBPFClassifier() *MarkBPFClassifier { return &MarkBPFClassifier{} }
+func NewMarkBPF() *MarkBPF { return &MarkBPF{} }
 
-// Kind returns KindBPF.
-func (c *MarkBPFClassifier) Kind() ClassifierKind { return KindBPF }
+// Kind returns shaper.KindBPF.
+func (c *MarkBPF) Kind() shaper.ClassifierKind { return shaper.KindBPF }
 
-func (c *MarkBPFClassifier) takeWrites() int { n := c.writes; c.writes = 0; return n }
+func (c *MarkBPF) TakeWrites() int { n := c.writes; c.writes = 0; return n }
 
 // markProgram returns the classifier's instructions for map fd.
 func markProgram(mapFD int) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R1, skbMarkOff, asm.Word),
-		asm.And.Imm32(asm.R2, int32(MarkMask)),
+		asm.And.Imm32(asm.R2, int32(shaper.MarkMask)),
 		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
 		asm.LoadMapPtr(asm.R1, mapFD),
 		asm.Mov.Reg(asm.R2, asm.RFP),
@@ -82,7 +83,7 @@ func markProgram(mapFD int) asm.Instructions {
 }
 
 // load creates a fresh map and program.
-func (c *MarkBPFClassifier) load() (*ebpf.Map, *ebpf.Program, error) {
+func (c *MarkBPF) load() (*ebpf.Map, *ebpf.Program, error) {
 	_ = rlimit.RemoveMemlock() // only matters on kernels before 5.11
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: bpfMapName, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: bpfMaxEntries})
 	if err != nil {
@@ -98,7 +99,7 @@ func (c *MarkBPFClassifier) load() (*ebpf.Map, *ebpf.Program, error) {
 
 // installed finds the classifier's filter (any version) and returns its
 // program id.
-func (c *MarkBPFClassifier) installed(env ClassifierEnv) (bool, int) {
+func (c *MarkBPF) Installed(env Env) (bool, int) {
 	f := c.installedFilter(env)
 	if f == nil {
 		return false, 0
@@ -107,7 +108,7 @@ func (c *MarkBPFClassifier) installed(env ClassifierEnv) (bool, int) {
 }
 
 // installedFilter returns the classifier's filter of any version, or nil.
-func (c *MarkBPFClassifier) installedFilter(env ClassifierEnv) *netlink.BpfFilter {
+func (c *MarkBPF) installedFilter(env Env) *netlink.BpfFilter {
 	fs, err := env.Handle.FilterList(env.Link, env.Root)
 	if err != nil {
 		return nil
@@ -127,7 +128,7 @@ func current(f *netlink.BpfFilter) bool {
 }
 
 // adopt opens the map of the installed program.
-func (c *MarkBPFClassifier) adopt(id int) error {
+func (c *MarkBPF) adopt(id int) error {
 	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
 	if err != nil {
 		return fmt.Errorf("open installed BPF program %d: %w", id, err)
@@ -152,12 +153,12 @@ func (c *MarkBPFClassifier) adopt(id int) error {
 		m.Close()
 		return fmt.Errorf("BPF map %d has key/value size %d/%d, want 4/4", ids[0], m.KeySize(), m.ValueSize())
 	}
-	c.close()
+	c.Close()
 	c.m, c.prog, c.progID = m, p, id
 	return nil
 }
 
-func (c *MarkBPFClassifier) close() {
+func (c *MarkBPF) Close() {
 	if c.m != nil {
 		c.m.Close()
 	}
@@ -167,7 +168,7 @@ func (c *MarkBPFClassifier) close() {
 	c.m, c.prog, c.progID = nil, nil, 0
 }
 
-func (c *MarkBPFClassifier) filter(env ClassifierEnv, fd int) *netlink.BpfFilter {
+func (c *MarkBPF) filter(env Env, fd int) *netlink.BpfFilter {
 	return &netlink.BpfFilter{
 		FilterAttrs: netlink.FilterAttrs{LinkIndex: env.Link.Attrs().Index, Parent: env.Root, Handle: 1,
 			Priority: BPFPrio, Protocol: unix.ETH_P_ALL},
@@ -176,7 +177,7 @@ func (c *MarkBPFClassifier) filter(env ClassifierEnv, fd int) *netlink.BpfFilter
 }
 
 // ensure makes sure the filter is installed and c.m is its map.
-func (c *MarkBPFClassifier) ensure(env ClassifierEnv, res *ClassifierResult) error {
+func (c *MarkBPF) ensure(env Env, res *Result) error {
 	if f := c.installedFilter(env); f != nil && current(f) {
 		if c.m != nil && c.progID == f.Id {
 			return nil
@@ -196,15 +197,15 @@ func (c *MarkBPFClassifier) ensure(env ClassifierEnv, res *ClassifierResult) err
 	}
 	res.Writes++
 	res.Notes = append(res.Notes, "loaded the cls_bpf mark classifier (map mark -> class)")
-	c.close()
+	c.Close()
 	c.m, c.prog = m, p
-	if ok, id := c.installed(env); ok {
+	if ok, id := c.Installed(env); ok {
 		c.progID = id
 	}
 	return nil
 }
 
-func (c *MarkBPFClassifier) entries() (map[uint32]uint32, error) {
+func (c *MarkBPF) entries() (map[uint32]uint32, error) {
 	out := map[uint32]uint32{}
 	var k, v uint32
 	it := c.m.Iterate()
@@ -219,8 +220,8 @@ func (c *MarkBPFClassifier) entries() (map[uint32]uint32, error) {
 
 // Sync installs the program if needed and makes the map hold exactly the
 // desired mark -> minor entries.
-func (c *MarkBPFClassifier) Sync(ctx context.Context, env ClassifierEnv, desired *Tree) (ClassifierResult, error) {
-	var res ClassifierResult
+func (c *MarkBPF) Sync(ctx context.Context, env Env, table Table) (Result, error) {
+	var res Result
 	if err := c.ensure(env, &res); err != nil {
 		return res, err
 	}
@@ -228,11 +229,9 @@ func (c *MarkBPFClassifier) Sync(ctx context.Context, env ClassifierEnv, desired
 	if err != nil {
 		return res, err
 	}
-	want := map[uint32]uint32{}
-	for _, cl := range desired.Classes {
-		if cl.Role == RoleFlow && cl.Mark != 0 {
-			want[cl.Mark] = uint32(cl.Minor)
-		}
+	want := markTable(table)
+	for k, id := range want {
+		want[k] = id & 0xffff // the filter's classid supplies the major
 	}
 	for k := range have {
 		if _, ok := want[k]; ok {
@@ -250,7 +249,7 @@ func (c *MarkBPFClassifier) Sync(ctx context.Context, env ClassifierEnv, desired
 			continue
 		}
 		if err := c.m.Put(k, v); err != nil {
-			return res, fmt.Errorf("map mark %#x -> class %s in BPF map: %w", k, desired.Handle(uint16(v)), err)
+			return res, fmt.Errorf("map mark %#x -> class %s in BPF map: %w", k, Handle(env.Root|v), err)
 		}
 		res.Writes++
 		if ok {
@@ -263,8 +262,8 @@ func (c *MarkBPFClassifier) Sync(ctx context.Context, env ClassifierEnv, desired
 }
 
 // Bindings returns the map's mark -> class entries (none if not installed).
-func (c *MarkBPFClassifier) Bindings(ctx context.Context, env ClassifierEnv) ([]Binding, error) {
-	ok, id := c.installed(env)
+func (c *MarkBPF) Bindings(ctx context.Context, env Env) ([]Binding, error) {
+	ok, id := c.Installed(env)
 	if !ok {
 		return nil, nil
 	}
@@ -285,9 +284,9 @@ func (c *MarkBPFClassifier) Bindings(ctx context.Context, env ClassifierEnv) ([]
 }
 
 // Remove deletes the cls_bpf filter; the program and map go with it.
-func (c *MarkBPFClassifier) Remove(ctx context.Context, env ClassifierEnv) error {
-	defer c.close()
-	if ok, _ := c.installed(env); !ok {
+func (c *MarkBPF) Remove(ctx context.Context, env Env) error {
+	defer c.Close()
+	if ok, _ := c.Installed(env); !ok {
 		return nil
 	}
 	if err := env.Handle.FilterDel(c.filter(env, -1)); err != nil {
@@ -298,7 +297,7 @@ func (c *MarkBPFClassifier) Remove(ctx context.Context, env ClassifierEnv) error
 }
 
 // Probe loads (and drops) the program to learn whether the kernel allows it.
-func (c *MarkBPFClassifier) Probe(ctx context.Context, env ClassifierEnv) error {
+func (c *MarkBPF) Probe(ctx context.Context, env Env) error {
 	m, p, err := c.load()
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package shaper
+package htb
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -122,10 +123,10 @@ func (l *lab) tcClasses(t testing.TB) []string {
 	return lines
 }
 
-func mustPlan(t testing.TB, flows []Flow, pol Policy) *Tree {
+func mustPlan(t testing.TB, flows []shaper.Flow, pol shaper.Policy, prev *Tree) *Tree {
 	t.Helper()
-	tree, probs := Plan(flows, pol)
-	if p, bad := FirstError(probs); bad {
+	tree, probs := Plan(flows, pol, prev)
+	if p, bad := shaper.FirstError(probs); bad {
 		t.Fatalf("plan: %v", p)
 	}
 	return tree
@@ -165,7 +166,7 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	before := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev)
 	ctx := context.Background()
 	rec := NewReconciler(l.h, l.dev)
-	aware := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	aware := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 
 	res := mustReconcile(t, rec, aware)
 	t.Logf("first apply: %s", res)
@@ -206,14 +207,13 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	}
 
 	// Switch to static: the three classes change in place.
-	spol := DefaultPolicy(30 * mbit)
-	spol.Mode = Static
+	spol := shaper.DefaultPolicy(30 * mbit)
+	spol.Mode = shaper.Static
 	prev, err := rec.Actual(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spol.Previous = prev
-	static := mustPlan(t, seedFlows(), spol)
+	static := mustPlan(t, seedFlows(), spol, prev)
 	res = mustReconcile(t, rec, static)
 	if len(res.Changed) != 3 || len(res.Created) != 0 || len(res.Deleted) != 0 || res.Classifier.Added+res.Classifier.Deleted+res.Classifier.Changed != 0 {
 		t.Errorf("switch to static: %s; want exactly 3 classes changed in place", res.Summary())
@@ -249,10 +249,10 @@ func TestIntegrationForeignRoot(t *testing.T) {
 	l := newLab(t)
 	l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "1:", "htb", "default", "3")
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	_, err := NewReconciler(l.h, l.dev).Reconcile(context.Background(), tree)
-	if !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), l.dev) {
-		t.Fatalf("reconcile over a foreign root: %v; want ErrNotOwned naming the device and --force", err)
+	if !errors.Is(err, shaper.ErrNotOwned) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), l.dev) {
+		t.Fatalf("reconcile over a foreign root: %v; want shaper.ErrNotOwned naming the device and --force", err)
 	}
 	if after := l.qdiscs(t); after != before {
 		t.Errorf("foreign tree touched:\n%s\nwas:\n%s", after, before)
@@ -276,14 +276,14 @@ func TestIntegrationForeignRoot(t *testing.T) {
 func TestIntegrationDriftRepair(t *testing.T) {
 	l := newLab(t)
 	rec := NewReconciler(l.h, l.dev)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
 	// Behind gtpqos's back: change flow A's class, delete flow B's class
 	// (and its fw filter, which would pin it), remove the root's default.
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", "6771:10", "htb", "rate", "7mbit", "ceil", "9mbit")
-	if first.ClassifierKind == KindFw {
+	if first.ClassifierKind == shaper.KindFw {
 		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", "0x3", "fw")
 	}
 	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", "6771:11")
@@ -300,7 +300,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 
 	// Classifier removed behind our back: it comes back.
 	prio := "20"
-	if first.ClassifierKind == KindFw {
+	if first.ClassifierKind == shaper.KindFw {
 		prio = "10"
 	}
 	l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", prio)
@@ -318,21 +318,20 @@ func TestIntegrationDriftRepair(t *testing.T) {
 func TestIntegrationFlowsComeAndGo(t *testing.T) {
 	l := newLab(t)
 	rec := NewReconciler(l.h, l.dev)
-	pol := DefaultPolicy(100 * mbit)
-	mk := func(qers ...uint32) []Flow {
-		var out []Flow
+	pol := shaper.DefaultPolicy(100 * mbit)
+	mk := func(qers ...uint32) []shaper.Flow {
+		var out []shaper.Flow
 		for _, q := range qers {
-			out = append(out, Flow{ID: FlowID{9, q}, GBR: mbit, Mark: 0x100 + q, SessionAMBR: 0})
+			out = append(out, shaper.Flow{ID: shaper.FlowID{SEID: 9, QERID: q}, GBR: mbit, Mark: 0x100 + q, SessionAMBR: 0})
 		}
 		return out
 	}
-	t1 := mustPlan(t, mk(1, 2, 3), pol)
+	t1 := mustPlan(t, mk(1, 2, 3), pol, nil)
 	mustReconcile(t, rec, t1)
 	// Remove 2, add 4 and 5 (also a session with AMBR for 6 and 7).
-	pol.Previous = t1
 	fl := mk(1, 3, 4, 5)
-	fl = append(fl, Flow{ID: FlowID{10, 1}, Mark: 0x201, SessionAMBR: 5 * mbit}, Flow{ID: FlowID{10, 2}, Mark: 0x202, SessionAMBR: 5 * mbit})
-	t2 := mustPlan(t, fl, pol)
+	fl = append(fl, shaper.Flow{ID: shaper.FlowID{SEID: 10, QERID: 1}, Mark: 0x201, SessionAMBR: 5 * mbit}, shaper.Flow{ID: shaper.FlowID{SEID: 10, QERID: 2}, Mark: 0x202, SessionAMBR: 5 * mbit})
+	t2 := mustPlan(t, fl, pol, t1)
 	res := mustReconcile(t, rec, t2)
 	// Flow 2's freed minor is reused by the first new class (changed in
 	// place, cheaper than delete + add).
@@ -345,19 +344,18 @@ func TestIntegrationFlowsComeAndGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The actual tree, planned against, gives the same minors and no writes.
-	pol.Previous = act
-	t3 := mustPlan(t, fl, pol)
+	t3 := mustPlan(t, fl, pol, act)
 	if res := mustReconcile(t, rec, t3); !res.InSync() {
 		t.Errorf("replan against the kernel tree: %s; want in sync", res.Summary())
 	}
 	l.send(t, 0x202, 3, 200)
-	c, _ := t3.FlowClass(FlowID{10, 2})
+	c, _ := t3.FlowClass(shaper.FlowID{SEID: 10, QERID: 2})
 	l.waitPackets(t, rec, c.Minor, 3)
 	// Drop the AMBR: the session's flows move under the link class.
 	for i := range fl {
 		fl[i].SessionAMBR = 0
 	}
-	t4 := mustPlan(t, fl, pol)
+	t4 := mustPlan(t, fl, pol, act)
 	res = mustReconcile(t, rec, t4)
 	if len(res.Deleted)+len(res.Changed) != 3 || len(res.Created)+len(res.Changed) != 2 {
 		t.Errorf("AMBR removed: %s; want the session and its 2 flows gone and 2 flows under the link", res.Summary())
@@ -386,19 +384,19 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 	base := scaleFlows(1, n)
 	prev, _ := applyScale(t, rec, base, nil)
 
-	plus := append(append([]Flow(nil), base...), scaleFlows(20_001, 1)...)
+	plus := append(append([]shaper.Flow(nil), base...), scaleFlows(20_001, 1)...)
 	t2, res := applyScale(t, rec, plus, prev)
 	// One class, its classifier entry, and its fq_codel leaf where the
 	// kernel has fq_codel (FIFO leaves are HTB's own).
 	wantWrites, wantLeaves := 2, 0
-	if res.LeafKind == LeafFQCodel {
+	if res.LeafKind == shaper.LeafFQCodel {
 		wantWrites, wantLeaves = 3, 1
 	}
 	if len(res.Created) != 1 || len(res.Changed) != 0 || len(res.Deleted) != 0 || res.Classifier.Added != 1 ||
 		len(res.Leaves) != wantLeaves || res.Writes != wantWrites {
 		t.Errorf("add one at %d: %s; want 1 class + 1 classifier entry (+ leaf), %d writes", n, res.Summary(), wantWrites)
 	}
-	minus := append([]Flow(nil), plus[1:]...)
+	minus := append([]shaper.Flow(nil), plus[1:]...)
 	t3, res := applyScale(t, rec, minus, t2)
 	if len(res.Deleted) != 1 || len(res.Created) != 0 || len(res.Changed) != 0 || res.Classifier.Deleted != 1 || res.Writes != 2 {
 		t.Errorf("remove one at %d: %s; want 1 class + 1 classifier entry deleted, 2 writes", n, res.Summary())
@@ -414,14 +412,14 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 func TestIntegrationRoleChange(t *testing.T) {
 	l := newLab(t)
 	rec := NewReconciler(l.h, l.dev)
-	sess := []Flow{{ID: FlowID{3, 1}, Mark: 0x31, SessionAMBR: 5 * mbit}, {ID: FlowID{3, 2}, Mark: 0x32, SessionAMBR: 5 * mbit}}
-	t1 := mustPlan(t, sess, DefaultPolicy(100*mbit))
+	sess := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31, SessionAMBR: 5 * mbit}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32, SessionAMBR: 5 * mbit}}
+	t1 := mustPlan(t, sess, shaper.DefaultPolicy(100*mbit), nil)
 	mustReconcile(t, rec, t1)
-	if c, _ := t1.Find(0x10); c.Role != RoleSession {
+	if c, _ := t1.Find(0x10); c.Role != shaper.RoleSession {
 		t.Fatalf("class 10 is %s, want the session", c.Role)
 	}
-	flat := []Flow{{ID: FlowID{3, 1}, Mark: 0x31}, {ID: FlowID{3, 2}, Mark: 0x32}}
-	t2 := mustPlan(t, flat, DefaultPolicy(100*mbit)) // no Previous: 10 and 11 are flows now
+	flat := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32}}
+	t2 := mustPlan(t, flat, shaper.DefaultPolicy(100*mbit), nil) // no Previous: 10 and 11 are flows now
 	res := mustReconcile(t, rec, t2)
 	t.Log(res.Summary())
 	l.matches(t, rec, t2)
@@ -438,9 +436,9 @@ func TestIntegrationRoleChange(t *testing.T) {
 func TestIntegrationCreateRollback(t *testing.T) {
 	l := newLab(t)
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	for i := range tree.Classes {
-		if tree.Classes[i].Role == RoleDefault {
+		if tree.Classes[i].Role == shaper.RoleDefault {
 			tree.Classes[i].Rate, tree.Classes[i].Ceil = 0, 0 // HTB refuses a zero rate
 		}
 	}

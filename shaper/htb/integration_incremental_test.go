@@ -1,10 +1,12 @@
-package shaper
+package htb
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // TestIntegrationIncrementalAddReadsNothing: in incremental mode, adding
@@ -13,9 +15,9 @@ import (
 // new flow's packets reach its class.
 func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 	l := newLab(t)
-	rec := NewReconciler(l.h, l.dev, WithTrustLastWrite(true))
-	pol := DefaultPolicy(100 * mbit)
-	t1 := mustPlan(t, seedFlows(), pol)
+	rec := NewReconciler(l.h, l.dev, WithIncremental(true))
+	pol := shaper.DefaultPolicy(100 * mbit)
+	t1 := mustPlan(t, seedFlows(), pol, nil)
 	if res := mustReconcile(t, rec, t1); res.Incremental || !res.CreatedRoot {
 		t.Fatalf("first run: %s (incremental %v); want a full run creating the root", res.Summary(), res.Incremental)
 	}
@@ -23,16 +25,15 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 		t.Fatalf("first run read the class list %d times, want 1", n)
 	}
 
-	added := Flow{ID: FlowID{SEID: 7, QERID: 1}, QFI: 9, Direction: Downlink, GBR: mbit, MBR: 2 * mbit, Mark: 0x77}
-	pol.Previous = t1
-	t2 := mustPlan(t, append(seedFlows(), added), pol)
+	added := shaper.Flow{ID: shaper.FlowID{SEID: 7, QERID: 1}, QFI: 9, Direction: shaper.Downlink, GBR: mbit, MBR: 2 * mbit, Mark: 0x77}
+	t2 := mustPlan(t, append(seedFlows(), added), pol, t1)
 	c, ok := t2.FlowClass(added.ID)
 	if !ok {
 		t.Fatal("plan lacks the added flow")
 	}
 	res := mustReconcile(t, rec, t2)
 	wantWrites, wantLeaves := 2, 0 // the class and its map entry / filter
-	if res.LeafKind == LeafFQCodel {
+	if res.LeafKind == shaper.LeafFQCodel {
 		wantWrites, wantLeaves = 3, 1
 	}
 	if !res.Incremental || fmt.Sprint(res.Created) != fmt.Sprint([]uint16{c.Minor}) || len(res.Changed) != 0 ||
@@ -46,8 +47,7 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 	}
 
 	// Remove a seed flow: its entry and class go, nothing else.
-	pol.Previous = t2
-	t3 := mustPlan(t, append(seedFlows()[1:], added), pol)
+	t3 := mustPlan(t, append(seedFlows()[1:], added), pol, t2)
 	res = mustReconcile(t, rec, t3)
 	if !res.Incremental || len(res.Deleted) != 1 || len(res.Created)+len(res.Changed) != 0 ||
 		res.Classifier.Deleted != 1 || res.Classifier.Added+res.Classifier.Changed != 0 || res.Writes != 2 {
@@ -71,16 +71,16 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 
 // TestIntegrationIncrementalDriftSeenOnlyByFullRun: a change made behind
 // an incremental Reconciler's back is not seen by an incremental run (it
-// trusts its last write) but is repaired by the next full one (Forget).
+// trusts its last write) but is repaired by the next full one (Resync).
 func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 	l := newLab(t)
-	rec := NewReconciler(l.h, l.dev, WithTrustLastWrite(true))
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	rec := NewReconciler(l.h, l.dev, WithIncremental(true))
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", "6771:10", "htb", "rate", "7mbit", "ceil", "9mbit")
-	if first.ClassifierKind == KindFw {
+	if first.ClassifierKind == shaper.KindFw {
 		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", "0x3", "fw")
 	}
 	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", "6771:11")
@@ -98,10 +98,10 @@ func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 	}
 
 	reads := rec.ClassListReads()
-	rec.Forget()
+	rec.Resync()
 	res = mustReconcile(t, rec, tree)
 	if res.Incremental || fmt.Sprint(res.Changed) != "[16]" || fmt.Sprint(res.Created) != "[17]" || len(res.Deleted) != 0 {
-		t.Errorf("full run after Forget: %s (incremental %v, changed %x, created %x); want class 10 changed and 11 created",
+		t.Errorf("full run after Resync: %s (incremental %v, changed %x, created %x); want class 10 changed and 11 created",
 			res.Summary(), res.Incremental, res.Changed, res.Created)
 	}
 	if n := rec.ClassListReads(); n != reads+1 {
@@ -124,18 +124,18 @@ func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 // to do, so the memory always matched the kernel.
 func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 	l := newLab(t)
-	rec := NewReconciler(l.h, l.dev, WithTrustLastWrite(true))
-	pol := DefaultPolicy(100 * mbit)
-	mk := func(ambr uint64, qers ...uint32) []Flow {
-		var out []Flow
+	rec := NewReconciler(l.h, l.dev, WithIncremental(true))
+	pol := shaper.DefaultPolicy(100 * mbit)
+	mk := func(ambr uint64, qers ...uint32) []shaper.Flow {
+		var out []shaper.Flow
 		for _, q := range qers {
-			out = append(out, Flow{ID: FlowID{SEID: 9, QERID: q}, Mark: 0x100 + q, SessionAMBR: ambr})
+			out = append(out, shaper.Flow{ID: shaper.FlowID{SEID: 9, QERID: q}, Mark: 0x100 + q, SessionAMBR: ambr})
 		}
 		return out
 	}
 	steps := []struct {
 		name     string
-		flows    []Flow
+		flows    []shaper.Flow
 		previous bool
 	}{
 		{"start", mk(0, 1, 2, 3), true},
@@ -148,11 +148,11 @@ func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 	}
 	var prev *Tree
 	for i, s := range steps {
-		p := pol
+		var from *Tree
 		if s.previous {
-			p.Previous = prev
+			from = prev
 		}
-		tree := mustPlan(t, s.flows, p)
+		tree := mustPlan(t, s.flows, pol, from)
 		res := mustReconcile(t, rec, tree)
 		t.Logf("%s: %s", s.name, res.Summary())
 		if i > 0 && !res.Incremental {
@@ -191,10 +191,10 @@ func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 // read the kernel and rebuild.
 func TestIntegrationIncrementalTreeGoneFails(t *testing.T) {
 	l := newLab(t)
-	rec := NewReconciler(l.h, l.dev, WithTrustLastWrite(true))
+	rec := NewReconciler(l.h, l.dev, WithIncremental(true))
 	flows := seedFlows()
-	pol := DefaultPolicy(30 * mbit)
-	tree := mustPlan(t, flows, pol)
+	pol := shaper.DefaultPolicy(30 * mbit)
+	tree := mustPlan(t, flows, pol, nil)
 	mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
@@ -202,8 +202,7 @@ func TestIntegrationIncrementalTreeGoneFails(t *testing.T) {
 	// Only a mark changes: the classes stay, so an incremental run would
 	// touch nothing but the classifier.
 	flows[0].Mark = 0x42
-	pol.Previous = tree
-	moved := mustPlan(t, flows, pol)
+	moved := mustPlan(t, flows, pol, tree)
 	if _, err := rec.Reconcile(context.Background(), moved); err == nil {
 		t.Fatal("incremental reconcile over a deleted tree succeeded; want an error (full resync needed)")
 	}

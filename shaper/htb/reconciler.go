@@ -1,15 +1,12 @@
-package shaper
+package htb
 
 import (
 	"context"
-	"errors"
 
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
 )
-
-// ErrNotOwned is returned (wrapped) by Reconcile when the device's root
-// qdisc was not created by gtpqos and force is off.
-var ErrNotOwned = errors.New("root qdisc not created by gtpqos")
 
 // Reconciler makes one device's HTB tree match a desired Tree. It keeps one
 // netlink handle for its lifetime (pass netlink.NewHandleAt(ns) to work in a
@@ -21,19 +18,18 @@ type Reconciler struct {
 	force bool
 	// kind is the requested classifier kind (overridden by the tree's when
 	// empty); cls is the classifier in use once chosen.
-	kind       ClassifierKind
-	cls        Classifier
-	leaf       LeafKind
-	leafAuto   LeafKind
-	autoKind   ClassifierKind
+	kind       shaper.ClassifierKind
+	cls        classify.Classifier
+	leaf       shaper.LeafKind
+	leafAuto   shaper.LeafKind
+	autoKind   shaper.ClassifierKind
 	writes     int
-	autoNotes  []string
-	classCache map[ClassifierKind]Classifier
-	// trust turns incremental mode on; mem is the tree the last
+	classCache map[shaper.ClassifierKind]classify.Classifier
+	// incremental turns incremental mode on; mem is what the last
 	// successful Reconcile made true (nil: read the kernel next time).
-	trust bool
-	mem   *view
-	reads int
+	incremental bool
+	mem         *devState
+	reads       int
 }
 
 // Option configures a Reconciler.
@@ -44,25 +40,27 @@ func WithForce(force bool) Option { return func(r *Reconciler) { r.force = force
 
 // WithClassifierKind forces a classifier kind (auto, fw, bpf) instead of the
 // one the desired tree names.
-func WithClassifierKind(k ClassifierKind) Option { return func(r *Reconciler) { r.kind = k } }
+func WithClassifierKind(k shaper.ClassifierKind) Option { return func(r *Reconciler) { r.kind = k } }
 
 // WithClassifier uses c (for example shaper/classify/gtpu's) for classification.
-func WithClassifier(c Classifier) Option { return func(r *Reconciler) { r.cls = c; r.kind = c.Kind() } }
+func WithClassifier(c classify.Classifier) Option {
+	return func(r *Reconciler) { r.cls = c; r.kind = c.Kind() }
+}
 
 // WithLeaf forces a leaf qdisc kind instead of the desired tree's.
-func WithLeaf(k LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
+func WithLeaf(k shaper.LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
 
-// WithTrustLastWrite turns incremental mode on (see Reconcile): after a
+// WithIncremental turns incremental mode on (see Reconcile): after a
 // successful Reconcile the Reconciler remembers the tree it made true, and
-// the next Reconcile diffs against that memory instead of reading the
-// device back. Call Forget for a full run that reads the kernel and repairs
-// drift. Off by default.
-func WithTrustLastWrite(on bool) Option { return func(r *Reconciler) { r.SetTrustLastWrite(on) } }
+// the next Reconcile diffs against it instead of reading the device back.
+// Call Resync for a full run that reads the kernel and repairs drift. Off by
+// default.
+func WithIncremental(on bool) Option { return func(r *Reconciler) { r.SetIncremental(on) } }
 
 // NewReconciler returns a Reconciler for device dev through handle h. h must
 // stay open as long as the Reconciler is used; the caller closes it.
 func NewReconciler(h *netlink.Handle, dev string, opts ...Option) *Reconciler {
-	r := &Reconciler{h: h, dev: dev, classCache: map[ClassifierKind]Classifier{}}
+	r := &Reconciler{h: h, dev: dev, classCache: map[shaper.ClassifierKind]classify.Classifier{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -75,20 +73,19 @@ func (r *Reconciler) Dev() string { return r.dev }
 // Writes returns the number of kernel writes this Reconciler has made.
 func (r *Reconciler) Writes() int { return r.writes }
 
-// SetTrustLastWrite turns incremental mode on or off (see
-// WithTrustLastWrite). Turning it off drops the memory.
-func (r *Reconciler) SetTrustLastWrite(on bool) {
-	r.trust = on
+// SetIncremental turns incremental mode on or off (see WithIncremental).
+// Turning it off drops what the Reconciler remembers.
+func (r *Reconciler) SetIncremental(on bool) {
+	r.incremental = on
 	if !on {
 		r.mem = nil
 	}
 }
 
-// Forget drops the memory of the last write, so the next Reconcile reads the
-// device's tree from the kernel and repairs any drift (a full resync). It
-// does nothing outside incremental mode, where every Reconcile reads the
-// kernel.
-func (r *Reconciler) Forget() { r.mem = nil }
+// Resync makes the next Reconcile read the device's tree from the kernel
+// and repair any drift (a full resync) instead of trusting what the last
+// one made true. Outside incremental mode every Reconcile reads the kernel.
+func (r *Reconciler) Resync() { r.mem = nil }
 
 // ClassListReads returns how many times this Reconciler has read the
 // device's class list back from the kernel (full Reconcile runs and Actual;
@@ -110,16 +107,16 @@ func (r *Reconciler) ClassListReads() int { return r.reads }
 // A class whose parent differs is the only thing deleted and re-created
 // (HTB cannot move a class). A second call with the same desired tree makes
 // no writes. A root qdisc gtpqos did not create makes Reconcile fail with
-// ErrNotOwned unless WithForce(true).
+// shaper.ErrNotOwned unless WithForce(true).
 //
 // By default every Reconcile first reads the device's root qdisc, classes,
 // leaf qdiscs and classifier entries. In incremental mode
-// (WithTrustLastWrite), a Reconcile after a successful one reads nothing
+// (WithIncremental), a Reconcile after a successful one reads nothing
 // back: it diffs desired against the tree the last run made true, with the
 // same order of writes (classes changed in place, classifier entries
 // removed before their classes, no packet pointed at HTB's direct queue),
 // and Result.Incremental is set. Changes made behind its back are not seen
-// until a full run: the first one, the one after any error, after Forget,
+// until a full run: the first one, the one after any error, after Resync,
 // or when desired switches classifier or leaf spec, or the device was
 // recreated (another ifindex).
 func (r *Reconciler) Reconcile(ctx context.Context, desired *Tree) (Result, error) {
@@ -130,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, desired *Tree) (Result, erro
 // bit/s and bursts in bytes (converted from the kernel's bytes/s and ticks),
 // the leaf kind, and the classifier's bindings (marks) on the flow classes.
 // Flow ids are unknown to the kernel and left zero. It returns (nil, nil)
-// when the device has no gtpqos tree, and wraps ErrNotOwned when its root
+// when the device has no gtpqos tree, and wraps shaper.ErrNotOwned when its root
 // qdisc belongs to someone else.
 func (r *Reconciler) Actual(ctx context.Context) (*Tree, error) { return r.actual(ctx) }
 

@@ -1,27 +1,27 @@
-package shaper
+package htb
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/free5gc/gtpqos/shaper"
 	"github.com/google/go-cmp/cmp"
 )
 
 const mbit = 1_000_000
 
-func seedFlows() []Flow {
-	return []Flow{
-		{ID: FlowID{1, 1}, Name: "A", QFI: 2, Direction: Downlink, GBR: 15 * mbit, MBR: 18 * mbit, Mark: 2},
-		{ID: FlowID{1, 2}, Name: "B", QFI: 3, Direction: Downlink, GBR: 5 * mbit, MBR: 6 * mbit, Mark: 3},
-		{ID: FlowID{1, 3}, Name: "C", QFI: 4, Direction: Downlink, MBR: 30 * mbit, Mark: 4},
+func seedFlows() []shaper.Flow {
+	return []shaper.Flow{
+		{ID: shaper.FlowID{SEID: 1, QERID: 1}, Name: "A", QFI: 2, Direction: shaper.Downlink, GBR: 15 * mbit, MBR: 18 * mbit, Mark: 2},
+		{ID: shaper.FlowID{SEID: 1, QERID: 2}, Name: "B", QFI: 3, Direction: shaper.Downlink, GBR: 5 * mbit, MBR: 6 * mbit, Mark: 3},
+		{ID: shaper.FlowID{SEID: 1, QERID: 3}, Name: "C", QFI: 4, Direction: shaper.Downlink, MBR: 30 * mbit, Mark: 4},
 	}
 }
 
 // rc is a compact class description for comparisons.
 type rc struct {
 	Minor, Parent uint16
-	Role          Role
+	Role          shaper.Role
 	Rate, Ceil    uint64
 	Mark          uint32
 }
@@ -34,7 +34,7 @@ func compact(t *Tree) []rc {
 	return out
 }
 
-func kinds(ps []Problem) []string {
+func kinds(ps []shaper.Problem) []string {
 	out := []string{}
 	for _, p := range ps {
 		out = append(out, p.Severity.String()+" "+p.Kind.String()+" "+p.Name+" "+p.Field)
@@ -43,38 +43,38 @@ func kinds(ps []Problem) []string {
 }
 
 func TestPlanSeed(t *testing.T) {
-	static := DefaultPolicy(30 * mbit)
-	static.Mode = Static
+	static := shaper.DefaultPolicy(30 * mbit)
+	static.Mode = shaper.Static
 	tests := []struct {
 		name  string
-		flows []Flow
-		pol   Policy
+		flows []shaper.Flow
+		pol   shaper.Policy
 		want  []rc
 		probs []string
 	}{{
-		name: "aware", flows: seedFlows(), pol: DefaultPolicy(30 * mbit),
+		name: "aware", flows: seedFlows(), pol: shaper.DefaultPolicy(30 * mbit),
 		want: []rc{
-			{1, 0, RoleLink, 30 * mbit, 30 * mbit, 0},
-			{2, 1, RoleDefault, 1 * mbit, 30 * mbit, 0},
-			{0x10, 1, RoleFlow, 15 * mbit, 18 * mbit, 2},
-			{0x11, 1, RoleFlow, 5 * mbit, 6 * mbit, 3},
-			{0x12, 1, RoleFlow, 1 * mbit, 30 * mbit, 4},
+			{1, 0, shaper.RoleLink, 30 * mbit, 30 * mbit, 0},
+			{2, 1, shaper.RoleDefault, 1 * mbit, 30 * mbit, 0},
+			{0x10, 1, shaper.RoleFlow, 15 * mbit, 18 * mbit, 2},
+			{0x11, 1, shaper.RoleFlow, 5 * mbit, 6 * mbit, 3},
+			{0x12, 1, shaper.RoleFlow, 1 * mbit, 30 * mbit, 4},
 		},
 		probs: []string{},
 	}, {
 		name: "static", flows: seedFlows(), pol: static,
 		want: []rc{
-			{1, 0, RoleLink, 30 * mbit, 30 * mbit, 0},
-			{2, 1, RoleDefault, 1 * mbit, 30 * mbit, 0},
-			{0x10, 1, RoleFlow, 10 * mbit, 30 * mbit, 2},
-			{0x11, 1, RoleFlow, 10 * mbit, 30 * mbit, 3},
-			{0x12, 1, RoleFlow, 10 * mbit, 30 * mbit, 4},
+			{1, 0, shaper.RoleLink, 30 * mbit, 30 * mbit, 0},
+			{2, 1, shaper.RoleDefault, 1 * mbit, 30 * mbit, 0},
+			{0x10, 1, shaper.RoleFlow, 10 * mbit, 30 * mbit, 2},
+			{0x11, 1, shaper.RoleFlow, 10 * mbit, 30 * mbit, 3},
+			{0x12, 1, shaper.RoleFlow, 10 * mbit, 30 * mbit, 4},
 		},
 		probs: []string{"warning oversubscribed policy link"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tree, probs := Plan(tc.flows, tc.pol)
+			tree, probs := Plan(tc.flows, tc.pol, nil)
 			if diff := cmp.Diff(tc.want, compact(tree)); diff != "" {
 				t.Errorf("classes (-want +got):\n%s", diff)
 			}
@@ -92,59 +92,59 @@ func TestPlanSeed(t *testing.T) {
 
 func TestPlanProblems(t *testing.T) {
 	link := uint64(30 * mbit)
-	f := func(qer uint32, gbr, mbr uint64, mark uint32) Flow {
-		return Flow{ID: FlowID{1, qer}, Name: string(rune('A' + qer - 1)), QFI: 1, GBR: gbr, MBR: mbr, Mark: mark}
+	f := func(qer uint32, gbr, mbr uint64, mark uint32) shaper.Flow {
+		return shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: qer}, Name: string(rune('A' + qer - 1)), QFI: 1, GBR: gbr, MBR: mbr, Mark: mark}
 	}
-	clamp := DefaultPolicy(link)
-	clamp.Admission = Clamp
-	smallQ := DefaultPolicy(link)
+	clamp := shaper.DefaultPolicy(link)
+	clamp.Admission = shaper.Clamp
+	smallQ := shaper.DefaultPolicy(link)
 	smallQ.Quantum = 1000
-	zeroLink := DefaultPolicy(0)
+	zeroLink := shaper.DefaultPolicy(0)
 	tests := []struct {
 		name   string
-		flows  []Flow
-		pol    Policy
+		flows  []shaper.Flow
+		pol    shaper.Policy
 		probs  []string
 		minors []uint16 // flow class minors expected in the tree
 	}{
-		{"mbr below gbr", []Flow{f(1, 5*mbit, 4*mbit, 1)}, DefaultPolicy(link),
+		{"mbr below gbr", []shaper.Flow{f(1, 5*mbit, 4*mbit, 1)}, shaper.DefaultPolicy(link),
 			[]string{"error mbr-below-gbr flow A (seid=1 qer=1) mbr"}, nil},
-		{"gbr above link", []Flow{f(1, 31*mbit, 0, 1)}, DefaultPolicy(link),
+		{"gbr above link", []shaper.Flow{f(1, 31*mbit, 0, 1)}, shaper.DefaultPolicy(link),
 			[]string{"error gbr-above-link flow A (seid=1 qer=1) gbr"}, nil},
-		{"sum of gbr refused", []Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, DefaultPolicy(link),
+		{"sum of gbr refused", []shaper.Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, shaper.DefaultPolicy(link),
 			[]string{"error gbr-sum-above-link flow B (seid=1 qer=2) gbr"}, []uint16{0x10}},
-		{"sum of gbr clamped", []Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp,
+		{"sum of gbr clamped", []shaper.Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp,
 			[]string{"warning clamped flow B (seid=1 qer=2) gbr", "warning oversubscribed policy link"}, []uint16{0x10, 0x11}},
-		{"clamp keeps the non-GBR minimum", []Flow{f(1, 29*mbit+500_000, 0, 1), f(2, 5*mbit, 0, 2)}, clamp,
+		{"clamp keeps the non-GBR minimum", []shaper.Flow{f(1, 29*mbit+500_000, 0, 1), f(2, 5*mbit, 0, 2)}, clamp,
 			[]string{"error gbr-sum-above-link flow B (seid=1 qer=2) gbr", "warning oversubscribed policy link"}, []uint16{0x10}},
-		{"clamp to exactly the non-GBR minimum", []Flow{f(1, 29*mbit, 0, 1), f(2, 5*mbit, 0, 2)}, clamp,
+		{"clamp to exactly the non-GBR minimum", []shaper.Flow{f(1, 29*mbit, 0, 1), f(2, 5*mbit, 0, 2)}, clamp,
 			[]string{"warning clamped flow B (seid=1 qer=2) gbr", "warning oversubscribed policy link"}, []uint16{0x10, 0x11}},
-		{"duplicate flow", []Flow{f(1, 0, 0, 1), f(1, 0, 0, 2)}, DefaultPolicy(link),
+		{"duplicate flow", []shaper.Flow{f(1, 0, 0, 1), f(1, 0, 0, 2)}, shaper.DefaultPolicy(link),
 			[]string{"error duplicate-flow flow A (seid=1 qer=1) id"}, []uint16{0x10}},
-		{"duplicate mark", []Flow{f(1, 0, 0, 7), f(2, 0, 0, 7)}, DefaultPolicy(link),
+		{"duplicate mark", []shaper.Flow{f(1, 0, 0, 7), f(2, 0, 0, 7)}, shaper.DefaultPolicy(link),
 			[]string{"error duplicate-mark flow B (seid=1 qer=2) mark"}, []uint16{0x10}},
-		{"duplicate teid and qfi", []Flow{
-			{ID: FlowID{1, 1}, Name: "A", QFI: 1, TEID: 0x64, Mark: 1},
-			{ID: FlowID{1, 2}, Name: "B", QFI: 1, TEID: 0x64, Mark: 2},
-			{ID: FlowID{1, 3}, Name: "C", QFI: 2, TEID: 0x64, Mark: 3}, // other QFI: fine
-			{ID: FlowID{1, 4}, Name: "D", QFI: 1, Mark: 4},             // TEID 0: not a key
-			{ID: FlowID{1, 5}, Name: "E", QFI: 1, Mark: 5}},
-			DefaultPolicy(link),
+		{"duplicate teid and qfi", []shaper.Flow{
+			{ID: shaper.FlowID{SEID: 1, QERID: 1}, Name: "A", QFI: 1, TEID: 0x64, Mark: 1},
+			{ID: shaper.FlowID{SEID: 1, QERID: 2}, Name: "B", QFI: 1, TEID: 0x64, Mark: 2},
+			{ID: shaper.FlowID{SEID: 1, QERID: 3}, Name: "C", QFI: 2, TEID: 0x64, Mark: 3}, // other QFI: fine
+			{ID: shaper.FlowID{SEID: 1, QERID: 4}, Name: "D", QFI: 1, Mark: 4},             // TEID 0: not a key
+			{ID: shaper.FlowID{SEID: 1, QERID: 5}, Name: "E", QFI: 1, Mark: 5}},
+			shaper.DefaultPolicy(link),
 			[]string{"error duplicate-teid flow B (seid=1 qer=2) teid"}, []uint16{0x10, 0x11, 0x12, 0x13}},
-		{"mark outside the mask", []Flow{f(1, 0, 0, 0x80000002), f(2, 0, 0, 0x00FFFFFF)}, DefaultPolicy(link),
+		{"mark outside the mask", []shaper.Flow{f(1, 0, 0, 0x80000002), f(2, 0, 0, 0x00FFFFFF)}, shaper.DefaultPolicy(link),
 			[]string{"error bad-mark flow A (seid=1 qer=1) mark"}, []uint16{0x10}},
-		{"qfi above 63", []Flow{{ID: FlowID{1, 1}, Name: "A", QFI: 64}}, DefaultPolicy(link),
+		{"qfi above 63", []shaper.Flow{{ID: shaper.FlowID{SEID: 1, QERID: 1}, Name: "A", QFI: 64}}, shaper.DefaultPolicy(link),
 			[]string{"error bad-qfi flow A (seid=1 qer=1) qfi"}, nil},
-		{"absurd rate", []Flow{f(1, 0, MaxRate+1, 1)}, DefaultPolicy(link),
+		{"absurd rate", []shaper.Flow{f(1, 0, shaper.MaxRate+1, 1)}, shaper.DefaultPolicy(link),
 			[]string{"error bad-rate flow A (seid=1 qer=1) mbr"}, nil},
-		{"tiny rate", []Flow{f(1, 3, 0, 1)}, DefaultPolicy(link),
+		{"tiny rate", []shaper.Flow{f(1, 3, 0, 1)}, shaper.DefaultPolicy(link),
 			[]string{"error bad-rate flow A (seid=1 qer=1) gbr"}, nil},
-		{"quantum below frame", []Flow{f(1, 0, 0, 1)}, smallQ,
+		{"quantum below frame", []shaper.Flow{f(1, 0, 0, 1)}, smallQ,
 			[]string{"warning clamped policy quantum"}, []uint16{0x10}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tree, probs := Plan(tc.flows, tc.pol)
+			tree, probs := Plan(tc.flows, tc.pol, nil)
 			if diff := cmp.Diff(tc.probs, kinds(probs)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
@@ -157,33 +157,33 @@ func TestPlanProblems(t *testing.T) {
 			}
 		})
 	}
-	if tree, probs := Plan(nil, zeroLink); tree != nil || len(probs) != 1 || probs[0].Field != "link" {
+	if tree, probs := Plan(nil, zeroLink, nil); tree != nil || len(probs) != 1 || probs[0].Field != "link" {
 		t.Errorf("zero link: tree %v, problems %v; want no tree and one link problem", tree, probs)
 	}
-	badCls := DefaultPolicy(link)
+	badCls := shaper.DefaultPolicy(link)
 	badCls.Classifier = "fww"
-	if tree, probs := Plan(nil, badCls); tree != nil || len(probs) != 1 || probs[0].Field != "classifier" || probs[0].Kind != BadPolicy {
+	if tree, probs := Plan(nil, badCls, nil); tree != nil || len(probs) != 1 || probs[0].Field != "classifier" || probs[0].Kind != shaper.BadPolicy {
 		t.Errorf("classifier fww: tree %v, problems %v; want no tree and one classifier problem", tree, probs)
 	}
-	gtpu := DefaultPolicy(link)
-	gtpu.Classifier = KindGTPU
-	if tree, probs := Plan(nil, gtpu); tree == nil || len(probs) != 0 {
+	gtpu := shaper.DefaultPolicy(link)
+	gtpu.Classifier = shaper.KindGTPU
+	if tree, probs := Plan(nil, gtpu, nil); tree == nil || len(probs) != 0 {
 		t.Errorf("classifier gtpu: tree %v, problems %v; want a tree and no problems", tree, probs)
 	}
-	_, probs := Plan([]Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp)
+	_, probs := Plan([]shaper.Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp, nil)
 	if !strings.Contains(probs[0].Error(), "clamped to 10mbit") {
 		t.Errorf("clamp message %q does not say the clamped rate", probs[0].Error())
 	}
-	if tree, _ := Plan([]Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp); tree.Classes[3].Rate != 10*mbit {
+	if tree, _ := Plan([]shaper.Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp, nil); tree.Classes[3].Rate != 10*mbit {
 		t.Errorf("clamped flow rate %d, want 10mbit", tree.Classes[3].Rate)
 	}
 }
 
 func TestPlanDeterministic(t *testing.T) {
 	fl := seedFlows()
-	a, _ := Plan(fl, DefaultPolicy(30*mbit))
-	rev := []Flow{fl[2], fl[0], fl[1]}
-	b, _ := Plan(rev, DefaultPolicy(30*mbit))
+	a, _ := Plan(fl, shaper.DefaultPolicy(30*mbit), nil)
+	rev := []shaper.Flow{fl[2], fl[0], fl[1]}
+	b, _ := Plan(rev, shaper.DefaultPolicy(30*mbit), nil)
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("plan depends on input order (-first +reordered):\n%s", diff)
 	}
@@ -191,15 +191,15 @@ func TestPlanDeterministic(t *testing.T) {
 
 func TestPlanStableMinors(t *testing.T) {
 	link := uint64(100 * mbit)
-	mk := func(qers ...uint32) []Flow {
-		var out []Flow
+	mk := func(qers ...uint32) []shaper.Flow {
+		var out []shaper.Flow
 		for _, q := range qers {
-			out = append(out, Flow{ID: FlowID{7, q}, GBR: mbit, Mark: 100 + q})
+			out = append(out, shaper.Flow{ID: shaper.FlowID{SEID: 7, QERID: q}, GBR: mbit, Mark: 100 + q})
 		}
 		return out
 	}
-	pol := DefaultPolicy(link)
-	t1, _ := Plan(mk(1, 2, 3, 4), pol)
+	pol := shaper.DefaultPolicy(link)
+	t1, _ := Plan(mk(1, 2, 3, 4), pol, nil)
 	minorOf := func(tr *Tree) map[uint32]uint16 {
 		m := map[uint32]uint16{}
 		for _, c := range tr.FlowClasses() {
@@ -209,8 +209,7 @@ func TestPlanStableMinors(t *testing.T) {
 	}
 	m1 := minorOf(t1)
 	// Remove 1 and 3, add 5 and 0 (0 sorts first): survivors keep minors.
-	pol.Previous = t1
-	t2, _ := Plan(mk(0, 2, 4, 5), pol)
+	t2, _ := Plan(mk(0, 2, 4, 5), pol, t1)
 	m2 := minorOf(t2)
 	for _, q := range []uint32{2, 4} {
 		if m1[q] != m2[q] {
@@ -224,43 +223,41 @@ func TestPlanStableMinors(t *testing.T) {
 	kernel := *t2
 	kernel.Classes = append([]Class(nil), t2.Classes...)
 	for i := range kernel.Classes {
-		kernel.Classes[i].Flow, kernel.Classes[i].Name = FlowID{}, ""
+		kernel.Classes[i].Flow, kernel.Classes[i].Name = shaper.FlowID{}, ""
 	}
-	pol.Previous = &kernel
-	t3, _ := Plan(mk(0, 2, 4, 5), pol)
+	t3, _ := Plan(mk(0, 2, 4, 5), pol, &kernel)
 	if diff := cmp.Diff(m2, minorOf(t3)); diff != "" {
 		t.Errorf("minors changed when planning against the kernel tree (-before +after):\n%s", diff)
 	}
 }
 
 func TestPlanSessionAMBR(t *testing.T) {
-	fl := []Flow{
-		{ID: FlowID{5, 1}, Name: "gbr", GBR: 4 * mbit, MBR: 8 * mbit, SessionAMBR: 10 * mbit, Mark: 1},
-		{ID: FlowID{5, 2}, Name: "ngbr1", SessionAMBR: 10 * mbit, Mark: 2},
-		{ID: FlowID{5, 3}, Name: "ngbr2", MBR: 20 * mbit, SessionAMBR: 10 * mbit, Mark: 3},
-		{ID: FlowID{6, 1}, Name: "other", Mark: 4},
+	fl := []shaper.Flow{
+		{ID: shaper.FlowID{SEID: 5, QERID: 1}, Name: "gbr", GBR: 4 * mbit, MBR: 8 * mbit, SessionAMBR: 10 * mbit, Mark: 1},
+		{ID: shaper.FlowID{SEID: 5, QERID: 2}, Name: "ngbr1", SessionAMBR: 10 * mbit, Mark: 2},
+		{ID: shaper.FlowID{SEID: 5, QERID: 3}, Name: "ngbr2", MBR: 20 * mbit, SessionAMBR: 10 * mbit, Mark: 3},
+		{ID: shaper.FlowID{SEID: 6, QERID: 1}, Name: "other", Mark: 4},
 	}
-	tree, probs := Plan(fl, DefaultPolicy(100*mbit))
+	tree, probs := Plan(fl, shaper.DefaultPolicy(100*mbit), nil)
 	if len(probs) != 0 {
 		t.Fatalf("problems: %v", probs)
 	}
 	got := compact(tree)
 	want := []rc{
-		{1, 0, RoleLink, 100 * mbit, 100 * mbit, 0},
-		{2, 1, RoleDefault, 1 * mbit, 100 * mbit, 0},
-		{0x10, 1, RoleSession, 2 * mbit, 10 * mbit, 0}, // sessions get minors first
-		{0x11, 1, RoleFlow, 4 * mbit, 8 * mbit, 1},     // GBR flow: outside the AMBR
-		{0x12, 0x10, RoleFlow, 1 * mbit, 10 * mbit, 2}, // non-GBR: under the AMBR
-		{0x13, 0x10, RoleFlow, 1 * mbit, 10 * mbit, 3}, // MBR 20 capped at the AMBR
-		{0x14, 1, RoleFlow, 1 * mbit, 100 * mbit, 4},
+		{1, 0, shaper.RoleLink, 100 * mbit, 100 * mbit, 0},
+		{2, 1, shaper.RoleDefault, 1 * mbit, 100 * mbit, 0},
+		{0x10, 1, shaper.RoleSession, 2 * mbit, 10 * mbit, 0}, // sessions get minors first
+		{0x11, 1, shaper.RoleFlow, 4 * mbit, 8 * mbit, 1},     // GBR flow: outside the AMBR
+		{0x12, 0x10, shaper.RoleFlow, 1 * mbit, 10 * mbit, 2}, // non-GBR: under the AMBR
+		{0x13, 0x10, shaper.RoleFlow, 1 * mbit, 10 * mbit, 3}, // MBR 20 capped at the AMBR
+		{0x14, 1, shaper.RoleFlow, 1 * mbit, 100 * mbit, 4},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("classes (-want +got):\n%s", diff)
 	}
 	// Planned again against itself, nothing moves.
-	pol := DefaultPolicy(100 * mbit)
-	pol.Previous = tree
-	again, _ := Plan(fl, pol)
+	pol := shaper.DefaultPolicy(100 * mbit)
+	again, _ := Plan(fl, pol, tree)
 	if diff := cmp.Diff(tree, again); diff != "" {
 		t.Errorf("replan moved classes (-first +second):\n%s", diff)
 	}
@@ -268,20 +265,20 @@ func TestPlanSessionAMBR(t *testing.T) {
 
 func TestPlanTooManyFlows(t *testing.T) {
 	n := MaxClasses + 2
-	fl := make([]Flow, n)
+	fl := make([]shaper.Flow, n)
 	for i := range fl {
-		fl[i] = Flow{ID: FlowID{1, uint32(i + 1)}}
+		fl[i] = shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: uint32(i + 1)}}
 	}
-	pol := DefaultPolicy(1_000_000 * mbit)
+	pol := shaper.DefaultPolicy(1_000_000 * mbit)
 	pol.NonGBRMin = 1000
 	pol.DefaultRate = 1000
-	tree, probs := Plan(fl, pol)
+	tree, probs := Plan(fl, pol, nil)
 	if got := len(tree.FlowClasses()); got != MaxClasses {
 		t.Errorf("%d flow classes, want %d", got, MaxClasses)
 	}
 	var tooMany int
 	for _, p := range probs {
-		if p.Kind == TooManyFlows {
+		if p.Kind == shaper.TooManyFlows {
 			tooMany++
 		}
 	}
@@ -296,7 +293,7 @@ func TestPlanTooManyFlows(t *testing.T) {
 }
 
 func TestTCCommandsSeed(t *testing.T) {
-	tree, _ := Plan(seedFlows(), DefaultPolicy(30*mbit))
+	tree, _ := Plan(seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	out := tree.TCCommands("eth1")
 	for _, want := range []string{
 		"tc qdisc replace dev eth1 root handle 6771: htb default 2",
@@ -310,19 +307,6 @@ func TestTCCommandsSeed(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tc commands lack %q:\n%s", want, out)
-		}
-	}
-}
-
-func TestParseClassifierKind(t *testing.T) {
-	for in, want := range map[string]ClassifierKind{"": KindAuto, "auto": KindAuto, "fw": KindFw, "bpf": KindBPF, "gtpu": KindGTPU} {
-		if got, err := ParseClassifierKind(in); err != nil || got != want {
-			t.Errorf("ParseClassifierKind(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"fww", "FW", "u32", "bpf "} {
-		if got, err := ParseClassifierKind(in); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", in)) {
-			t.Errorf("ParseClassifierKind(%q) = %q, %v; want an error naming it", in, got, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package shaper
+package htb
 
 import (
 	"context"
@@ -6,21 +6,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // scaleFlows returns n GBR flows (100 kbit/s guaranteed, 1 Mbit/s max)
 // with qer ids and marks starting at first.
-func scaleFlows(first, n int) []Flow {
-	fl := make([]Flow, n)
+func scaleFlows(first, n int) []shaper.Flow {
+	fl := make([]shaper.Flow, n)
 	for i := range fl {
 		id := uint32(first + i)
-		fl[i] = Flow{ID: FlowID{SEID: uint64(id/4 + 1), QERID: id}, QFI: uint8(id % 64), Direction: Downlink,
+		fl[i] = shaper.Flow{ID: shaper.FlowID{SEID: uint64(id/4 + 1), QERID: id}, QFI: uint8(id % 64), Direction: shaper.Downlink,
 			GBR: 100_000, MBR: mbit, Mark: 0x10000 + id}
 	}
 	return fl
 }
 
-func scalePolicy() Policy { return DefaultPolicy(10_000 * mbit) }
+func scalePolicy() shaper.Policy { return shaper.DefaultPolicy(10_000 * mbit) }
 
 // rssMB returns the process's resident set size in MB.
 func rssMB() float64 {
@@ -39,10 +41,9 @@ func rssMB() float64 {
 }
 
 // applyScale plans and reconciles flows against the reconciler's tree.
-func applyScale(tb testing.TB, rec *Reconciler, flows []Flow, prev *Tree) (*Tree, Result) {
+func applyScale(tb testing.TB, rec *Reconciler, flows []shaper.Flow, prev *Tree) (*Tree, Result) {
 	pol := scalePolicy()
-	pol.Previous = prev
-	tree := mustPlan(tb, flows, pol)
+	tree := mustPlan(tb, flows, pol, prev)
 	return tree, mustReconcile(tb, rec, tree)
 }
 
@@ -50,7 +51,7 @@ func BenchmarkPlan10k(b *testing.B) {
 	fl := scaleFlows(1, 10_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		Plan(fl, scalePolicy())
+		Plan(fl, scalePolicy(), nil)
 	}
 }
 
@@ -82,7 +83,7 @@ func BenchmarkApplyFromEmpty10k(b *testing.B) { benchFromEmpty(b, 10_000) }
 
 // benchStep sets up 10k flows, then times one step from base to next and
 // back (the way back is untimed).
-func benchStep(b *testing.B, base, next []Flow, opts ...Option) {
+func benchStep(b *testing.B, base, next []shaper.Flow, opts ...Option) {
 	l := newLab(b)
 	rec := NewReconciler(l.h, l.dev, opts...)
 	prev, _ := applyScale(b, rec, base, nil)
@@ -91,8 +92,8 @@ func benchStep(b *testing.B, base, next []Flow, opts ...Option) {
 	for i := 0; i < b.N; i++ {
 		t2, res := applyScale(b, rec, next, prev)
 		writes, changes = res.Writes, res.Changes()
-		if res.Incremental != rec.trust {
-			b.Fatalf("step ran incremental=%v, want %v", res.Incremental, rec.trust)
+		if res.Incremental != rec.incremental {
+			b.Fatalf("step ran incremental=%v, want %v", res.Incremental, rec.incremental)
 		}
 		b.StopTimer()
 		prev, _ = applyScale(b, rec, base, t2)
@@ -107,7 +108,7 @@ func benchStep(b *testing.B, base, next []Flow, opts ...Option) {
 // BenchmarkAddOneAt10k adds one flow to 10,000.
 func BenchmarkAddOneAt10k(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	benchStep(b, base, append(append([]Flow(nil), base...), scaleFlows(20_001, 1)...))
+	benchStep(b, base, append(append([]shaper.Flow(nil), base...), scaleFlows(20_001, 1)...))
 }
 
 // BenchmarkRemoveOneAt10k removes one flow of 10,000.
@@ -119,7 +120,7 @@ func BenchmarkRemoveOneAt10k(b *testing.B) {
 // BenchmarkChurn1PctAt10k removes 100 flows of 10,000 and adds 100 others.
 func BenchmarkChurn1PctAt10k(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	next := append(append([]Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
+	next := append(append([]shaper.Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
 	benchStep(b, base, next)
 }
 
@@ -129,21 +130,21 @@ func BenchmarkChurn1PctAt10k(b *testing.B) {
 // BenchmarkAddOneAt10kIncremental adds one flow to 10,000.
 func BenchmarkAddOneAt10kIncremental(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	benchStep(b, base, append(append([]Flow(nil), base...), scaleFlows(20_001, 1)...), WithTrustLastWrite(true))
+	benchStep(b, base, append(append([]shaper.Flow(nil), base...), scaleFlows(20_001, 1)...), WithIncremental(true))
 }
 
 // BenchmarkRemoveOneAt10kIncremental removes one flow of 10,000.
 func BenchmarkRemoveOneAt10kIncremental(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	benchStep(b, base, base[1:], WithTrustLastWrite(true))
+	benchStep(b, base, base[1:], WithIncremental(true))
 }
 
 // BenchmarkChurn1PctAt10kIncremental removes 100 flows of 10,000 and adds
 // 100 others.
 func BenchmarkChurn1PctAt10kIncremental(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	next := append(append([]Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
-	benchStep(b, base, next, WithTrustLastWrite(true))
+	next := append(append([]shaper.Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
+	benchStep(b, base, next, WithIncremental(true))
 }
 
 // BenchmarkReconcileInSync10kIncremental times an incremental Reconcile of
@@ -151,7 +152,7 @@ func BenchmarkChurn1PctAt10kIncremental(b *testing.B) {
 // writes).
 func BenchmarkReconcileInSync10kIncremental(b *testing.B) {
 	l := newLab(b)
-	rec := NewReconciler(l.h, l.dev, WithTrustLastWrite(true))
+	rec := NewReconciler(l.h, l.dev, WithIncremental(true))
 	tree, _ := applyScale(b, rec, scaleFlows(1, 10_000), nil)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

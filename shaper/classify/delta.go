@@ -1,4 +1,4 @@
-package shaper
+package classify
 
 import (
 	"context"
@@ -9,39 +9,17 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// DeltaSyncer is implemented by classifiers that can move their entries
-// from one desired tree to the next without reading the kernel back. A
-// Reconciler in incremental mode (WithTrustLastWrite) uses it between full
-// runs; a classifier without it gets a full Sync every time.
-type DeltaSyncer interface {
-	// SyncDelta changes the entries from what prev asked for to what
-	// desired asks for, trusting that the kernel holds exactly prev's
-	// entries. Stale entries are removed before new ones are added.
-	SyncDelta(ctx context.Context, env ClassifierEnv, prev, desired *Tree) (ClassifierResult, error)
-}
-
 // markEntry is one mark -> class entry to write.
 type markEntry struct {
 	mark    uint32
-	minor   uint16
+	classID uint32
 	changed bool // the mark was bound to another class before
 }
 
-// flowMarks returns mark -> minor for t's flow classes with a mark.
-func flowMarks(t *Tree) map[uint32]uint16 {
-	out := make(map[uint32]uint16, len(t.Classes))
-	for _, c := range t.Classes {
-		if c.Role == RoleFlow && c.Mark != 0 {
-			out[c.Mark] = c.Minor
-		}
-	}
-	return out
-}
-
 // markDelta returns the marks to unbind and the entries to write to go from
-// prev's mark bindings to desired's, each sorted by mark.
-func markDelta(prev, desired *Tree) (del []uint32, put []markEntry) {
-	have, want := flowMarks(prev), flowMarks(desired)
+// one table's mark bindings to the next's, each sorted by mark.
+func markDelta(from, to Table) (del []uint32, put []markEntry) {
+	have, want := markTable(from), markTable(to)
 	for k := range have {
 		if _, ok := want[k]; !ok {
 			del = append(del, k)
@@ -52,14 +30,14 @@ func markDelta(prev, desired *Tree) (del []uint32, put []markEntry) {
 		if ok && old == v {
 			continue
 		}
-		put = append(put, markEntry{mark: k, minor: v, changed: ok})
+		put = append(put, markEntry{mark: k, classID: v, changed: ok})
 	}
 	sort.Slice(del, func(i, j int) bool { return del[i] < del[j] })
 	sort.Slice(put, func(i, j int) bool { return put[i].mark < put[j].mark })
 	return del, put
 }
 
-func (e markEntry) count(res *ClassifierResult) {
+func (e markEntry) count(res *Result) {
 	res.Writes++
 	if e.changed {
 		res.Changed++
@@ -68,11 +46,11 @@ func (e markEntry) count(res *ClassifierResult) {
 	}
 }
 
-// SyncDelta deletes the fw filters of marks desired no longer has and
+// SyncDelta deletes the fw filters of marks the new table no longer has and
 // replaces those of new or re-bound marks, without listing the filters.
-func (c *FwClassifier) SyncDelta(ctx context.Context, env ClassifierEnv, prev, desired *Tree) (ClassifierResult, error) {
-	var res ClassifierResult
-	del, put := markDelta(prev, desired)
+func (c *Fw) SyncDelta(ctx context.Context, env Env, from, to Table) (Result, error) {
+	var res Result
+	del, put := markDelta(from, to)
 	for _, mark := range del {
 		if err := env.Handle.FilterDel(fwFilter(env, mark, 0, FwPrio)); err != nil {
 			return res, fmt.Errorf("delete fw filter mark %#x: %w", mark, err)
@@ -84,8 +62,8 @@ func (c *FwClassifier) SyncDelta(ctx context.Context, env ClassifierEnv, prev, d
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if err := env.Handle.FilterReplace(fwFilter(env, e.mark, desired.ClassID(e.minor), FwPrio)); err != nil {
-			return res, fmt.Errorf("fw filter mark %#x -> class %s: %w", e.mark, desired.Handle(e.minor), err)
+		if err := env.Handle.FilterReplace(fwFilter(env, e.mark, e.classID, FwPrio)); err != nil {
+			return res, fmt.Errorf("fw filter mark %#x -> class %s: %w", e.mark, Handle(e.classID), err)
 		}
 		e.count(&res)
 	}
@@ -96,11 +74,11 @@ func (c *FwClassifier) SyncDelta(ctx context.Context, env ClassifierEnv, prev, d
 // map it loaded or adopted in an earlier Sync, without iterating the map or
 // listing filters. Without such a map (nothing synced yet) it does a full
 // Sync.
-func (c *MarkBPFClassifier) SyncDelta(ctx context.Context, env ClassifierEnv, prev, desired *Tree) (ClassifierResult, error) {
+func (c *MarkBPF) SyncDelta(ctx context.Context, env Env, from, to Table) (Result, error) {
 	if c.m == nil {
-		return c.Sync(ctx, env, desired)
+		return c.Sync(ctx, env, to)
 	}
-	var res ClassifierResult
+	var res Result
 	// A map entry is only a write if our program still reads the map: a
 	// device moved to another netns and back, or a root deleted by hand,
 	// keeps its ifindex but loses the filter. Fail then, so the Reconciler
@@ -108,7 +86,7 @@ func (c *MarkBPFClassifier) SyncDelta(ctx context.Context, env ClassifierEnv, pr
 	if f := c.installedFilter(env); f == nil || f.Id != c.progID {
 		return res, fmt.Errorf("dev %s: the gtpqos cls_bpf filter is gone or replaced: full resync needed", env.Link.Attrs().Name)
 	}
-	del, put := markDelta(prev, desired)
+	del, put := markDelta(from, to)
 	for _, k := range del {
 		if err := c.m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return res, fmt.Errorf("delete mark %#x from BPF map: %w", k, err)
@@ -117,8 +95,8 @@ func (c *MarkBPFClassifier) SyncDelta(ctx context.Context, env ClassifierEnv, pr
 		res.Deleted++
 	}
 	for _, e := range put {
-		if err := c.m.Put(e.mark, uint32(e.minor)); err != nil {
-			return res, fmt.Errorf("map mark %#x -> class %s in BPF map: %w", e.mark, desired.Handle(e.minor), err)
+		if err := c.m.Put(e.mark, e.classID&0xffff); err != nil {
+			return res, fmt.Errorf("map mark %#x -> class %s in BPF map: %w", e.mark, Handle(e.classID), err)
 		}
 		e.count(&res)
 	}

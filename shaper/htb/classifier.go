@@ -1,21 +1,24 @@
-package shaper
+package htb
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // builtin returns the shaper's own classifier of a kind, cached.
-func (r *Reconciler) builtin(k ClassifierKind) Classifier {
+func (r *Reconciler) builtin(k shaper.ClassifierKind) classify.Classifier {
 	if c, ok := r.classCache[k]; ok {
 		return c
 	}
-	var c Classifier
+	var c classify.Classifier
 	switch k {
-	case KindFw:
-		c = NewFwClassifier()
-	case KindBPF:
-		c = NewMarkBPFClassifier()
+	case shaper.KindFw:
+		c = classify.NewFw()
+	case shaper.KindBPF:
+		c = classify.NewMarkBPF()
 	default:
 		return nil
 	}
@@ -31,10 +34,10 @@ func (r *Reconciler) checkKind(desired *Tree) error {
 		return nil
 	}
 	k := r.kind
-	if k == "" || k == KindAuto {
+	if k == "" || k == shaper.KindAuto {
 		k = desired.Classifier
 	}
-	if k == "" || k == KindAuto || k == KindFw || k == KindBPF {
+	if k == "" || k == shaper.KindAuto || k == shaper.KindFw || k == shaper.KindBPF {
 		return nil
 	}
 	return fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed with WithClassifier)", r.dev, k)
@@ -43,16 +46,16 @@ func (r *Reconciler) checkKind(desired *Tree) error {
 // classifier picks the classifier: one given with WithClassifier, else the
 // forced or desired kind; auto adopts the built-in classifier already
 // installed, else probes fw and falls back to bpf.
-func (r *Reconciler) classifier(ctx context.Context, env ClassifierEnv, desired *Tree, res *Result) (Classifier, error) {
+func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *Tree, res *Result) (classify.Classifier, error) {
 	if r.cls != nil {
 		res.ClassifierKind = r.cls.Kind()
 		return r.cls, nil
 	}
 	k := r.kind
-	if k == "" || k == KindAuto {
+	if k == "" || k == shaper.KindAuto {
 		k = desired.Classifier
 	}
-	if k == "" || k == KindAuto {
+	if k == "" || k == shaper.KindAuto {
 		if r.autoKind != "" {
 			k = r.autoKind
 		} else {
@@ -70,32 +73,32 @@ func (r *Reconciler) classifier(ctx context.Context, env ClassifierEnv, desired 
 
 // detect adopts an installed built-in classifier, else picks fw if the
 // kernel accepts a fw filter, else bpf.
-func (r *Reconciler) detect(ctx context.Context, env ClassifierEnv, res *Result) ClassifierKind {
-	for _, k := range []ClassifierKind{KindBPF, KindFw} {
+func (r *Reconciler) detect(ctx context.Context, env classify.Env, res *Result) shaper.ClassifierKind {
+	for _, k := range []shaper.ClassifierKind{shaper.KindBPF, shaper.KindFw} {
 		if b, err := r.builtin(k).Bindings(ctx, env); err == nil && len(b) > 0 {
 			res.Notes = append(res.Notes, fmt.Sprintf("classifier auto: adopted the installed %s classifier", k))
 			return k
 		}
-		if k == KindBPF {
-			if ok, _ := r.builtin(KindBPF).(*MarkBPFClassifier).installed(env); ok {
+		if k == shaper.KindBPF {
+			if ok, _ := r.builtin(shaper.KindBPF).(*classify.MarkBPF).Installed(env); ok {
 				res.Notes = append(res.Notes, "classifier auto: adopted the installed bpf classifier")
 				return k
 			}
 		}
 	}
-	if err := r.builtin(KindFw).(Prober).Probe(ctx, env); err == nil {
+	if err := r.builtin(shaper.KindFw).(classify.Prober).Probe(ctx, env); err == nil {
 		res.Notes = append(res.Notes, "classifier auto: kernel has cls_fw: using fw")
-		return KindFw
+		return shaper.KindFw
 	} else {
 		res.Notes = append(res.Notes, fmt.Sprintf("classifier auto: no cls_fw in this kernel (%v): using bpf (cls_bpf + mark->class map)", err))
 	}
-	return KindBPF
+	return shaper.KindBPF
 }
 
 // removeOtherClassifiers removes built-in classifiers other than the one in
 // use (after a switch of classifier), only if they left anything.
-func (r *Reconciler) removeOtherClassifiers(ctx context.Context, env ClassifierEnv, in Classifier, res *Result) error {
-	for _, k := range []ClassifierKind{KindFw, KindBPF} {
+func (r *Reconciler) removeOtherClassifiers(ctx context.Context, env classify.Env, in classify.Classifier, res *Result) error {
+	for _, k := range []shaper.ClassifierKind{shaper.KindFw, shaper.KindBPF} {
 		if in.Kind() == k {
 			continue
 		}
@@ -104,15 +107,15 @@ func (r *Reconciler) removeOtherClassifiers(ctx context.Context, env ClassifierE
 		if b, err := c.Bindings(ctx, env); err == nil && len(b) > 0 {
 			present = true
 		}
-		if m, ok := c.(*MarkBPFClassifier); ok {
-			if inst, _ := m.installed(env); inst {
+		if m, ok := c.(*classify.MarkBPF); ok {
+			if inst, _ := m.Installed(env); inst {
 				present = true
 			}
 		}
 		if !present {
 			continue
 		}
-		n, err := removeCounted(ctx, env, c)
+		n, err := classify.RemoveCounted(ctx, env, c)
 		r.writes += n
 		if err != nil {
 			return fmt.Errorf("dev %s: remove previous classifier %s: %w", r.dev, k, err)
@@ -120,17 +123,4 @@ func (r *Reconciler) removeOtherClassifiers(ctx context.Context, env ClassifierE
 		res.Notes = append(res.Notes, fmt.Sprintf("removed the previous %s classifier", k))
 	}
 	return nil
-}
-
-// writeCounter is implemented by built-in classifiers to report Remove's
-// writes.
-type writeCounter interface{ takeWrites() int }
-
-func removeCounted(ctx context.Context, env ClassifierEnv, c Classifier) (int, error) {
-	err := c.Remove(ctx, env)
-	n := 1
-	if wc, ok := c.(writeCounter); ok {
-		n = wc.takeWrites()
-	}
-	return n, err
 }

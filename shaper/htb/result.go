@@ -1,8 +1,11 @@
-package shaper
+package htb
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // Result says what one Reconcile changed.
@@ -20,11 +23,11 @@ type Result struct {
 	// Leaves lists the minors whose leaf qdisc was created or replaced.
 	Leaves []uint16
 	// Classifier is the classifier's part.
-	Classifier ClassifierResult
+	Classifier classify.Result
 	// ClassifierKind is the classifier in use (after auto-detection).
-	ClassifierKind ClassifierKind
+	ClassifierKind shaper.ClassifierKind
 	// LeafKind is the leaf qdisc in use (after auto-detection).
-	LeafKind LeafKind
+	LeafKind shaper.LeafKind
 	// Writes counts every kernel write (netlink and BPF map), classifier
 	// included. 0 means the device was already in sync.
 	Writes int

@@ -1,8 +1,11 @@
-package shaper
+package htb
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // TCCommands returns the tc commands equivalent to the tree on device dev,
@@ -18,7 +21,7 @@ func (t *Tree) TCCommands(dev string) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("tc qdisc replace dev %s root handle %x: htb default %x", dev, t.Major, t.DefaultMinor)
 	order := make([]Class, 0, len(t.Classes))
-	for _, r := range []Role{RoleLink, RoleDefault, RoleSession, RoleFlow} {
+	for _, r := range []shaper.Role{shaper.RoleLink, shaper.RoleDefault, shaper.RoleSession, shaper.RoleFlow} {
 		for _, c := range t.Classes {
 			if c.Role == r {
 				order = append(order, c)
@@ -31,37 +34,29 @@ func (t *Tree) TCCommands(dev string) string {
 			parent = fmt.Sprintf("%x:", t.Major)
 		}
 		line := fmt.Sprintf("tc class replace dev %s parent %s classid %s htb rate %s ceil %s burst %s cburst %s quantum %d prio %d",
-			dev, parent, t.Handle(c.Minor), FormatRate(c.Rate), FormatRate(c.Ceil), FormatSize(c.Burst), FormatSize(c.CBurst), c.Quantum, c.Prio)
+			dev, parent, t.Handle(c.Minor), shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil), shaper.FormatSize(c.Burst), shaper.FormatSize(c.CBurst), c.Quantum, c.Prio)
 		w("%s  # %s", line, classComment(c))
 		if c.IsLeaf() {
-			switch t.Leaf.Kind {
-			case LeafFIFO:
-				// HTB's built-in pfifo: nothing to create.
-			default:
-				target := t.Leaf.TargetUs
-				if target == 0 {
-					target = 5000
-				}
-				w("tc qdisc replace dev %s parent %s handle %x: fq_codel limit %d target %s interval %s%s",
-					dev, t.Handle(c.Minor), c.Minor, t.Leaf.Limit, fmtUs(target), fmtUs(t.Leaf.IntervalUs), leafComment(t.Leaf.Kind))
+			if line := renderLeaf(dev, t, c.Minor); line != "" {
+				w("%s", line)
 			}
 		}
 	}
 	switch t.Classifier {
-	case KindFw, KindAuto, "":
+	case shaper.KindFw, shaper.KindAuto, "":
 		for _, c := range t.Classes {
-			if c.Role == RoleFlow && c.Mark != 0 {
+			if c.Role == shaper.RoleFlow && c.Mark != 0 {
 				w("tc filter replace dev %s parent %x: protocol all prio %d handle %#x fw flowid %s  # %s",
-					dev, t.Major, FwPrio, c.Mark, t.Handle(c.Minor), classComment(c))
+					dev, t.Major, classify.FwPrio, c.Mark, t.Handle(c.Minor), classComment(c))
 			}
 		}
-		if t.Classifier != KindFw {
-			w("# classifier auto: fw filters as above where the kernel has cls_fw, else cls_bpf prio %d with the same mark -> class entries in a BPF map", BPFPrio)
+		if t.Classifier != shaper.KindFw {
+			w("# classifier auto: fw filters as above where the kernel has cls_fw, else cls_bpf prio %d with the same mark -> class entries in a BPF map", classify.BPFPrio)
 		}
-	case KindBPF:
-		w("# classifier bpf: one cls_bpf direct-action filter on %x: (prio %d) with a BPF hash map mark -> class:", t.Major, BPFPrio)
+	case shaper.KindBPF:
+		w("# classifier bpf: one cls_bpf direct-action filter on %x: (prio %d) with a BPF hash map mark -> class:", t.Major, classify.BPFPrio)
 		for _, c := range t.Classes {
-			if c.Role == RoleFlow && c.Mark != 0 {
+			if c.Role == shaper.RoleFlow && c.Mark != 0 {
 				w("#   mark %#x -> %s  (%s)", c.Mark, t.Handle(c.Minor), classComment(c))
 			}
 		}
@@ -71,20 +66,26 @@ func (t *Tree) TCCommands(dev string) string {
 	return b.String()
 }
 
-func leafComment(k LeafKind) string {
-	if k == LeafAuto || k == "" {
-		return "  # auto: FIFO (HTB's pfifo) where fq_codel is missing"
+// renderLeaf is the tc command for the leaf under class minor: auto is
+// shown as fq_codel, with a comment on the FIFO fallback.
+func renderLeaf(dev string, t *Tree, minor uint16) string {
+	k := t.Leaf.Kind
+	if k == shaper.LeafAuto || k == "" {
+		return leaves[shaper.LeafFQCodel].render(dev, t, minor) + "  # auto: FIFO (HTB's pfifo) where fq_codel is missing"
+	}
+	if lf, ok := leaves[k]; ok {
+		return lf.render(dev, t, minor)
 	}
 	return ""
 }
 
 func classComment(c Class) string {
 	switch c.Role {
-	case RoleLink:
+	case shaper.RoleLink:
 		return "link"
-	case RoleDefault:
+	case shaper.RoleDefault:
 		return "default (unclassified packets)"
-	case RoleSession:
+	case shaper.RoleSession:
 		return fmt.Sprintf("session seid=%d AMBR", c.SEID)
 	}
 	name := c.Name
@@ -98,7 +99,7 @@ func classComment(c Class) string {
 	if c.TEID != 0 {
 		s += fmt.Sprintf(" teid=%#x", c.TEID)
 	}
-	s += fmt.Sprintf(" gbr=%s mbr=%s", FormatRate(c.GBR), FormatRate(c.MBR))
+	s += fmt.Sprintf(" gbr=%s mbr=%s", shaper.FormatRate(c.GBR), shaper.FormatRate(c.MBR))
 	return s
 }
 

@@ -1,8 +1,11 @@
-package shaper
+package htb
 
 import (
 	"fmt"
 	"sort"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // Fixed parts of every tree gtpqos builds.
@@ -28,35 +31,6 @@ const (
 // reuse the class minor as their major, and must not collide with the root).
 const MaxClasses = int(LastFlowMinor-FirstFlowMinor) + 1 - 1
 
-// Role is what a class is for.
-type Role uint8
-
-const (
-	// RoleLink is the class at the link rate under the root qdisc.
-	RoleLink Role = iota + 1
-	// RoleDefault is the class HTB's default points at.
-	RoleDefault
-	// RoleSession is a session's AMBR class, parent of its non-GBR flows.
-	RoleSession
-	// RoleFlow is one QoS flow's leaf class.
-	RoleFlow
-)
-
-// String returns "link", "default", "session" or "flow".
-func (r Role) String() string {
-	switch r {
-	case RoleLink:
-		return "link"
-	case RoleDefault:
-		return "default"
-	case RoleSession:
-		return "session"
-	case RoleFlow:
-		return "flow"
-	}
-	return fmt.Sprintf("role(%d)", uint8(r))
-}
-
 // Class is one HTB class of a tree. Rates are bit/s, sizes bytes.
 type Class struct {
 	// Minor is the class id's minor (the major is Tree.Major).
@@ -64,7 +38,7 @@ type Class struct {
 	// Parent is the parent class's minor; 0 means the root qdisc.
 	Parent uint16
 	// Role says what the class is for.
-	Role Role
+	Role shaper.Role
 	// Rate is HTB's rate (the guarantee) in bit/s.
 	Rate uint64
 	// Ceil is HTB's ceil (the maximum) in bit/s.
@@ -80,11 +54,11 @@ type Class struct {
 
 	// Flow is the flow's identity (RoleFlow; zero in a tree read from the
 	// kernel, which does not know it).
-	Flow FlowID
+	Flow shaper.FlowID
 	// Name is the flow's label (RoleFlow, from Flow.Name).
 	Name string
 	// Direction is the flow's direction (RoleFlow).
-	Direction Direction
+	Direction shaper.Direction
 	// Mark is the flow's skb->mark (RoleFlow; 0 = none).
 	Mark uint32
 	// TEID and QFI identify the flow on N3 for (TEID, QFI) classifiers.
@@ -107,9 +81,9 @@ type Tree struct {
 	// LinkRate is the link class's rate in bit/s.
 	LinkRate uint64
 	// Leaf is the qdisc under each leaf class (flows and default).
-	Leaf LeafSpec
+	Leaf shaper.LeafSpec
 	// Classifier is the classifier kind the tree is meant for.
-	Classifier ClassifierKind
+	Classifier shaper.ClassifierKind
 	// Classes are all classes, sorted by minor.
 	Classes []Class
 }
@@ -127,9 +101,9 @@ func (t *Tree) Find(minor uint16) (Class, bool) {
 }
 
 // FlowClass returns the class of the flow with the given id.
-func (t *Tree) FlowClass(id FlowID) (Class, bool) {
+func (t *Tree) FlowClass(id shaper.FlowID) (Class, bool) {
 	for _, c := range t.Classes {
-		if c.Role == RoleFlow && c.Flow == id {
+		if c.Role == shaper.RoleFlow && c.Flow == id {
 			return c, true
 		}
 	}
@@ -138,7 +112,7 @@ func (t *Tree) FlowClass(id FlowID) (Class, bool) {
 
 // IsLeaf reports whether a class of this tree has no children (flows and
 // the default class): it holds a leaf qdisc.
-func (c Class) IsLeaf() bool { return c.Role == RoleFlow || c.Role == RoleDefault }
+func (c Class) IsLeaf() bool { return c.Role == shaper.RoleFlow || c.Role == shaper.RoleDefault }
 
 // Handle formats a minor as tc does: "6771:1a".
 func (t *Tree) Handle(minor uint16) string { return fmt.Sprintf("%x:%x", t.Major, minor) }
@@ -147,7 +121,7 @@ func (t *Tree) Handle(minor uint16) string { return fmt.Sprintf("%x:%x", t.Major
 func (t *Tree) FlowClasses() []Class {
 	out := make([]Class, 0, len(t.Classes))
 	for _, c := range t.Classes {
-		if c.Role == RoleFlow {
+		if c.Role == shaper.RoleFlow {
 			out = append(out, c)
 		}
 	}
@@ -157,4 +131,16 @@ func (t *Tree) FlowClasses() []Class {
 // sortClasses sorts by minor.
 func (t *Tree) sortClasses() {
 	sort.Slice(t.Classes, func(i, j int) bool { return t.Classes[i].Minor < t.Classes[j].Minor })
+}
+
+// Table returns the classification table of the tree's flow classes, in
+// minor order, and its default class.
+func (t *Tree) Table() classify.Table {
+	tb := classify.Table{Default: t.ClassID(t.DefaultMinor), Entries: make([]classify.Entry, 0, len(t.Classes))}
+	for _, c := range t.Classes {
+		if c.Role == shaper.RoleFlow {
+			tb.Entries = append(tb.Entries, classify.Entry{ClassID: t.ClassID(c.Minor), Flow: c.Flow, Mark: c.Mark, TEID: c.TEID, QFI: c.QFI})
+		}
+	}
+	return tb
 }

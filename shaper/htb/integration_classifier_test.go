@@ -1,4 +1,4 @@
-package shaper
+package htb
 
 import (
 	"context"
@@ -7,6 +7,10 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // TestIntegrationClassifiers applies the seed with each classifier the
@@ -14,14 +18,14 @@ import (
 // other classifier, which must remove the first.
 func TestIntegrationClassifiers(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	// Create the root once so probes have a qdisc to work on.
-	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF)), tree)
+	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(shaper.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	var sent uint64
-	for _, k := range []ClassifierKind{KindFw, KindBPF, KindFw} {
+	for _, k := range []shaper.ClassifierKind{shaper.KindFw, shaper.KindBPF, shaper.KindFw} {
 		t.Run(string(k), func(t *testing.T) {
-			if err := NewReconciler(l.h, l.dev).builtin(k).(Prober).Probe(context.Background(), env); err != nil {
+			if err := NewReconciler(l.h, l.dev).builtin(k).(classify.Prober).Probe(context.Background(), env); err != nil {
 				t.Skipf("kernel lacks classifier %s: %v", k, err)
 			}
 			rec := NewReconciler(l.h, l.dev, WithClassifierKind(k))
@@ -30,7 +34,7 @@ func TestIntegrationClassifiers(t *testing.T) {
 				t.Fatalf("classifier %s in use, want %s", res.ClassifierKind, k)
 			}
 			filters := l.ns.Run(t, "tc", "filter", "show", "dev", l.dev)
-			other := map[ClassifierKind]string{KindFw: " bpf ", KindBPF: " fw "}[k]
+			other := map[shaper.ClassifierKind]string{shaper.KindFw: " bpf ", shaper.KindBPF: " fw "}[k]
 			if strings.Contains(filters, other) {
 				t.Errorf("old classifier left behind:\n%s", filters)
 			}
@@ -61,9 +65,9 @@ func TestIntegrationClassifiers(t *testing.T) {
 // kernel has fq_codel.
 func TestIntegrationLeaves(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	res := mustReconcile(t, NewReconciler(l.h, l.dev), tree)
-	if res.LeafKind == LeafFIFO {
+	if res.LeafKind == shaper.LeafFIFO {
 		if !strings.Contains(res.String(), "fq_codel not available") {
 			t.Errorf("FIFO fallback not reported: %s", res)
 		}
@@ -76,14 +80,14 @@ func TestIntegrationLeaves(t *testing.T) {
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Count(q, "fq_codel") != 4 || !strings.Contains(q, "limit 1000p") {
 		t.Errorf("want 4 fq_codel leaves with limit 1000:\n%s", q)
 	}
-	res = mustReconcile(t, NewReconciler(l.h, l.dev, WithLeaf(LeafFIFO)), tree)
+	res = mustReconcile(t, NewReconciler(l.h, l.dev, WithLeaf(shaper.LeafFIFO)), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("to FIFO: %s; want 4 leaves replaced", res.Summary())
 	}
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Contains(q, "fq_codel") {
 		t.Errorf("fq_codel left after switching to FIFO:\n%s", q)
 	}
-	res = mustReconcile(t, NewReconciler(l.h, l.dev, WithLeaf(LeafFQCodel)), tree)
+	res = mustReconcile(t, NewReconciler(l.h, l.dev, WithLeaf(shaper.LeafFQCodel)), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("back to fq_codel: %s; want 4 leaves", res.Summary())
 	}
@@ -98,7 +102,7 @@ func TestIntegrationLeaves(t *testing.T) {
 func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 	l := newLab(t)
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	bad := *tree
 	bad.Classifier = "fww"
 	for name, run := range map[string]func() error{
@@ -111,7 +115,7 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 			return err
 		},
 		"gtpu without WithClassifier": func() error {
-			_, err := NewReconciler(l.h, l.dev, WithClassifierKind(KindGTPU)).Reconcile(context.Background(), tree)
+			_, err := NewReconciler(l.h, l.dev, WithClassifierKind(shaper.KindGTPU)).Reconcile(context.Background(), tree)
 			return err
 		},
 	} {
@@ -130,38 +134,52 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 // replaces it with the masking one instead of adopting it.
 func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
-	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF)), tree)
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(shaper.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	var old asm.Instructions
-	for _, ins := range markProgram(m.FD()) {
-		if ins.OpCode.ALUOp() != asm.And {
-			old = append(old, ins)
-		}
+	// The older program: the mark program without the AND of the mark
+	// with shaper.MarkMask.
+	old := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R1, 8, asm.Word), // __sk_buff.mark
+		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "miss"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+		asm.StoreMem(asm.R6, 72, asm.R1, asm.Word), // __sk_buff.tc_classid
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, -1).WithSymbol("miss"),
+		asm.Return(),
 	}
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL", Instructions: old})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	c := NewMarkBPFClassifier()
-	f := c.filter(env, p.FD())
-	f.Name = bpfFilterPrefix
+	f := &netlink.BpfFilter{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: env.Link.Attrs().Index, Parent: env.Root, Handle: 1,
+			Priority: classify.BPFPrio, Protocol: unix.ETH_P_ALL},
+		ClassId: env.Root, Fd: p.FD(), Name: "gtpqos_mark", DirectAction: true,
+	}
 	if err := l.h.FilterReplace(f); err != nil {
 		t.Fatal(err)
 	}
-	rec := NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF))
+	rec := NewReconciler(l.h, l.dev, WithClassifierKind(shaper.KindBPF))
 	res := mustReconcile(t, rec, tree)
 	if !strings.Contains(res.String(), "replaced the older cls_bpf mark classifier") {
 		t.Errorf("no note about the replaced program: %s", res)
 	}
-	if got := c.installedFilter(env); got == nil || !current(got) {
-		t.Fatalf("filter after reconcile %+v, want %s", got, bpfFilterName)
+	if fs := l.ns.Run(t, "tc", "filter", "show", "dev", l.dev); !strings.Contains(fs, "gtpqos_mark24") {
+		t.Fatalf("filters after reconcile:\n%s\nwant the masking program gtpqos_mark24", fs)
 	}
 	l.send(t, 0x80000002, 3, 300)
 	l.waitPackets(t, rec, 0x10, 3)
@@ -175,38 +193,47 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 // re-creates the chain with MarkMask, so bits 24-31 are ignored.
 func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit))
-	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindBPF)), tree)
+	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(shaper.KindBPF)), tree)
 	env := l.classifierEnv(t)
-	if err := NewFwClassifier().Probe(context.Background(), env); err != nil {
+	if err := classify.NewFw().Probe(context.Background(), env); err != nil {
 		t.Skipf("kernel lacks cls_fw: %v", err)
 	}
-	rec := NewReconciler(l.h, l.dev, WithClassifierKind(KindFw))
+	rec := NewReconciler(l.h, l.dev, WithClassifierKind(shaper.KindFw))
 	mustReconcile(t, rec, tree)
 	// Replace the chain by an unmasked one.
-	if err := NewFwClassifier().Remove(context.Background(), env); err != nil {
+	if err := classify.NewFw().Remove(context.Background(), env); err != nil {
 		t.Fatal(err)
 	}
-	old := fwFilter(env, 2, tree.ClassID(0x10), FwPrio)
-	old.Mask = 0
+	old := &netlink.FwFilter{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: env.Link.Attrs().Index, Parent: env.Root, Handle: 2,
+			Priority: classify.FwPrio, Protocol: unix.ETH_P_ALL},
+		ClassId: tree.ClassID(0x10),
+	}
 	if err := l.h.FilterAdd(old); err != nil {
 		t.Fatal(err)
 	}
-	res := mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(KindFw)), tree)
+	res := mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifierKind(shaper.KindFw)), tree)
 	if !strings.Contains(res.String(), "re-created the fw filters with mask") {
 		t.Errorf("no note about the re-created chain: %s", res)
 	}
-	have, err := NewFwClassifier().list(env)
+	fs, err := l.h.FilterList(env.Link, env.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for mark, f := range have {
-		if f.Mask != MarkMask {
-			t.Errorf("fw filter mark %#x has mask %#x, want %#x", mark, f.Mask, MarkMask)
+	have := 0
+	for _, f := range fs {
+		fw, ok := f.(*netlink.FwFilter)
+		if !ok || fw.Priority != classify.FwPrio || fw.Handle == 0 {
+			continue
+		}
+		have++
+		if fw.Mask != shaper.MarkMask {
+			t.Errorf("fw filter mark %#x has mask %#x, want %#x", fw.Handle, fw.Mask, shaper.MarkMask)
 		}
 	}
-	if len(have) != 3 {
-		t.Errorf("%d fw filters, want 3:\n%s", len(have), l.ns.Run(t, "tc", "filter", "show", "dev", l.dev))
+	if have != 3 {
+		t.Errorf("%d fw filters, want 3:\n%s", have, l.ns.Run(t, "tc", "filter", "show", "dev", l.dev))
 	}
 	l.send(t, 0x80000002, 3, 300)
 	l.waitPackets(t, rec, 0x10, 3)
@@ -214,11 +241,11 @@ func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 
 // classifierEnv is the classifier environment of the lab's device under
 // gtpqos's HTB root.
-func (l *lab) classifierEnv(t *testing.T) ClassifierEnv {
+func (l *lab) classifierEnv(t *testing.T) classify.Env {
 	t.Helper()
 	link, err := l.h.LinkByName(l.dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ClassifierEnv{Handle: l.h, Link: link, Root: rootHandle()}
+	return classify.Env{Handle: l.h, Link: link, Root: rootHandle()}
 }

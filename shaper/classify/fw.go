@@ -1,9 +1,10 @@
-package shaper
+package classify
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/free5gc/gtpqos/shaper"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -17,32 +18,34 @@ const (
 	BPFPrio uint16 = 20
 	// probePrio is where the fw probe filter briefly lives.
 	probePrio uint16 = 0xfff0
+	// probeMinor is the class the probe filter names (it need not exist).
+	probeMinor uint32 = 0x2
 )
 
-// FwClassifier classifies by skb->mark with cls_fw: one fw filter per flow
+// Fw classifies by skb->mark with cls_fw: one fw filter per flow
 // (handle = mark, flowid = the flow's class), all at FwPrio, as the seed
-// experiment did by hand, with mask MarkMask (cls_fw matches mark & mask, so
+// experiment did by hand, with mask shaper.MarkMask (cls_fw matches mark & mask, so
 // bits 24-31 do not matter). Flows without a mark are skipped.
-type FwClassifier struct{ writes int }
+type Fw struct{ writes int }
 
-// NewFwClassifier returns the fw classifier.
-func NewFwClassifier() *FwClassifier { return &FwClassifier{} }
+// NewFw returns the fw classifier.
+func NewFw() *Fw { return &Fw{} }
 
-// Kind returns KindFw.
-func (c *FwClassifier) Kind() ClassifierKind { return KindFw }
+// Kind returns shaper.KindFw.
+func (c *Fw) Kind() shaper.ClassifierKind { return shaper.KindFw }
 
-func (c *FwClassifier) takeWrites() int { n := c.writes; c.writes = 0; return n }
+func (c *Fw) TakeWrites() int { n := c.writes; c.writes = 0; return n }
 
-func fwFilter(env ClassifierEnv, mark, classID uint32, prio uint16) *netlink.FwFilter {
+func fwFilter(env Env, mark, classID uint32, prio uint16) *netlink.FwFilter {
 	return &netlink.FwFilter{
 		FilterAttrs: netlink.FilterAttrs{LinkIndex: env.Link.Attrs().Index, Parent: env.Root, Handle: mark,
 			Priority: prio, Protocol: unix.ETH_P_ALL},
-		ClassId: classID, Mask: MarkMask,
+		ClassId: classID, Mask: shaper.MarkMask,
 	}
 }
 
 // list returns the fw filters at FwPrio by mark.
-func (c *FwClassifier) list(env ClassifierEnv) (map[uint32]*netlink.FwFilter, error) {
+func (c *Fw) list(env Env) (map[uint32]*netlink.FwFilter, error) {
 	fs, err := env.Handle.FilterList(env.Link, env.Root)
 	if err != nil {
 		return nil, fmt.Errorf("list filters: %w", err)
@@ -58,30 +61,25 @@ func (c *FwClassifier) list(env ClassifierEnv) (map[uint32]*netlink.FwFilter, er
 	return out, nil
 }
 
-// Sync makes the fw filters match desired's flow classes.
-func (c *FwClassifier) Sync(ctx context.Context, env ClassifierEnv, desired *Tree) (ClassifierResult, error) {
-	var res ClassifierResult
+// Sync makes the fw filters match the table's marked entries.
+func (c *Fw) Sync(ctx context.Context, env Env, table Table) (Result, error) {
+	var res Result
 	have, err := c.list(env)
 	if err != nil {
 		return res, err
 	}
-	want := map[uint32]uint32{}
-	for _, cl := range desired.Classes {
-		if cl.Role == RoleFlow && cl.Mark != 0 {
-			want[cl.Mark] = desired.ClassID(cl.Minor)
-		}
-	}
+	want := markTable(table)
 	// cls_fw keeps one mask for all filters of a priority and refuses a
 	// filter with another: filters with the old full-width mask (the kernel
 	// lists no mask for 0xffffffff) go all at once and are re-created.
 	for _, f := range have {
-		if f.Mask != MarkMask {
+		if f.Mask != shaper.MarkMask {
 			if err := c.Remove(ctx, env); err != nil {
 				return res, err
 			}
-			res.Writes += c.takeWrites()
+			res.Writes += c.TakeWrites()
 			res.Deleted += len(have)
-			res.Notes = append(res.Notes, fmt.Sprintf("re-created the fw filters with mask %#x", MarkMask))
+			res.Notes = append(res.Notes, fmt.Sprintf("re-created the fw filters with mask %#x", shaper.MarkMask))
 			have = map[uint32]*netlink.FwFilter{}
 			break
 		}
@@ -98,21 +96,21 @@ func (c *FwClassifier) Sync(ctx context.Context, env ClassifierEnv, desired *Tre
 		res.Writes++
 		res.Deleted++
 	}
-	for _, cl := range desired.Classes {
-		if cl.Role != RoleFlow || cl.Mark == 0 {
+	for _, e := range table.Entries {
+		if e.Mark == 0 {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		id := want[cl.Mark]
-		f, ok := have[cl.Mark]
+		id := want[e.Mark]
+		f, ok := have[e.Mark]
 		if ok && f.ClassId == id {
 			continue
 		}
-		nf := fwFilter(env, cl.Mark, id, FwPrio)
+		nf := fwFilter(env, e.Mark, id, FwPrio)
 		if err := env.Handle.FilterReplace(nf); err != nil {
-			return res, fmt.Errorf("fw filter mark %#x -> class %s: %w", cl.Mark, desired.Handle(cl.Minor), err)
+			return res, fmt.Errorf("fw filter mark %#x -> class %s: %w", e.Mark, Handle(id), err)
 		}
 		res.Writes++
 		if ok {
@@ -125,7 +123,7 @@ func (c *FwClassifier) Sync(ctx context.Context, env ClassifierEnv, desired *Tre
 }
 
 // Bindings returns mark -> class for every fw filter at FwPrio.
-func (c *FwClassifier) Bindings(ctx context.Context, env ClassifierEnv) ([]Binding, error) {
+func (c *Fw) Bindings(ctx context.Context, env Env) ([]Binding, error) {
 	have, err := c.list(env)
 	if err != nil {
 		return nil, err
@@ -139,7 +137,7 @@ func (c *FwClassifier) Bindings(ctx context.Context, env ClassifierEnv) ([]Bindi
 }
 
 // Remove deletes the fw filters (the whole FwPrio filter chain).
-func (c *FwClassifier) Remove(ctx context.Context, env ClassifierEnv) error {
+func (c *Fw) Remove(ctx context.Context, env Env) error {
 	have, err := c.list(env)
 	if err != nil || len(have) == 0 {
 		return err
@@ -154,8 +152,8 @@ func (c *FwClassifier) Remove(ctx context.Context, env ClassifierEnv) error {
 
 // Probe adds and removes a fw filter to learn whether the kernel has cls_fw
 // (the probe leaves nothing behind and is not counted as a change).
-func (c *FwClassifier) Probe(ctx context.Context, env ClassifierEnv) error {
-	f := fwFilter(env, 0xfffffff0, env.Root|uint32(DefaultMinor), probePrio)
+func (c *Fw) Probe(ctx context.Context, env Env) error {
+	f := fwFilter(env, 0xfffffff0, env.Root|probeMinor, probePrio)
 	if err := env.Handle.FilterAdd(f); err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
-package shaper
+package htb
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
 )
 
@@ -26,7 +28,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: LeafSpec{Kind: LeafFIFO}}
+	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: shaper.LeafSpec{Kind: shaper.LeafFIFO}}
 	hasChild := map[uint16]bool{}
 	for _, h := range hs {
 		if pmaj, pmin := netlink.MajorMinor(h.Parent); pmaj == OwnedMajor && pmin != 0 {
@@ -41,27 +43,25 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 		}
 		switch {
 		case m == LinkMinor:
-			c.Role = RoleLink
+			c.Role = shaper.RoleLink
 			t.LinkRate = c.Rate
 		case m == t.DefaultMinor:
-			c.Role = RoleDefault
+			c.Role = shaper.RoleDefault
 		case hasChild[m]:
-			c.Role = RoleSession
+			c.Role = shaper.RoleSession
 		default:
-			c.Role = RoleFlow
+			c.Role = shaper.RoleFlow
 		}
 		t.Classes = append(t.Classes, c)
 	}
 	t.sortClasses()
-	if q, ok := st.byParent[t.ClassID(t.DefaultMinor)].(*netlink.FqCodel); ok {
-		t.Leaf = LeafSpec{Kind: LeafFQCodel, Limit: q.Limit, TargetUs: roundUs(q.Target), IntervalUs: roundUs(q.Interval)}
-	}
-	env := ClassifierEnv{Handle: r.h, Link: link, Root: rootHandle()}
-	var cands []Classifier
+	t.Leaf = readLeaf(st.byParent[t.ClassID(t.DefaultMinor)])
+	env := classify.Env{Handle: r.h, Link: link, Root: rootHandle()}
+	var cands []classify.Classifier
 	if r.cls != nil {
 		cands = append(cands, r.cls)
 	}
-	cands = append(cands, r.builtin(KindFw), r.builtin(KindBPF))
+	cands = append(cands, r.builtin(shaper.KindFw), r.builtin(shaper.KindBPF))
 	for _, cl := range cands {
 		bs, err := cl.Bindings(ctx, env)
 		if err != nil {
@@ -76,7 +76,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 			idx[c.Minor] = i
 		}
 		for _, b := range bs {
-			if i, ok := idx[b.Minor]; ok && t.Classes[i].Role == RoleFlow {
+			if i, ok := idx[b.Minor]; ok && t.Classes[i].Role == shaper.RoleFlow {
 				c := &t.Classes[i]
 				c.Mark, c.TEID, c.QFI = b.Mark, b.TEID, b.QFI
 			}
@@ -84,8 +84,8 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 		break
 	}
 	if t.Classifier == "" {
-		if ok, _ := r.builtin(KindBPF).(*MarkBPFClassifier).installed(env); ok {
-			t.Classifier = KindBPF
+		if ok, _ := r.builtin(shaper.KindBPF).(*classify.MarkBPF).Installed(env); ok {
+			t.Classifier = shaper.KindBPF
 		}
 	}
 	return t, nil
@@ -103,9 +103,9 @@ func (r *Reconciler) reset(ctx context.Context) error {
 	if !st.owned {
 		return nil
 	}
-	env := ClassifierEnv{Handle: r.h, Link: link, Root: rootHandle()}
+	env := classify.Env{Handle: r.h, Link: link, Root: rootHandle()}
 	if r.cls != nil {
-		n, err := removeCounted(ctx, env, r.cls)
+		n, err := classify.RemoveCounted(ctx, env, r.cls)
 		r.writes += n
 		if err != nil {
 			return fmt.Errorf("dev %s: remove classifier %s: %w", r.dev, r.cls.Kind(), err)
@@ -115,8 +115,8 @@ func (r *Reconciler) reset(ctx context.Context) error {
 		return fmt.Errorf("dev %s: delete root qdisc htb %x: %w", r.dev, OwnedMajor, err)
 	}
 	for _, c := range r.classCache {
-		if m, ok := c.(*MarkBPFClassifier); ok {
-			m.close()
+		if m, ok := c.(*classify.MarkBPF); ok {
+			m.Close()
 		}
 	}
 	return nil

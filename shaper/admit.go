@@ -1,0 +1,210 @@
+package shaper
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Admitted is what admission lets into a plan.
+type Admitted struct {
+	// Flows are the admitted flows in FlowID order; a flow clamped by
+	// admission carries its reduced GBR.
+	Flows []Flow
+	// Sessions group the non-GBR flows of sessions with an AMBR (aware
+	// mode only): TS 23.501 puts non-GBR flows under the session AMBR and
+	// GBR flows outside it.
+	Sessions []Session
+	// SessionOf maps an index of Flows to its session's index in
+	// Sessions, or -1.
+	SessionOf []int
+	// Problems say what was refused, clamped or adjusted.
+	Problems []Problem
+}
+
+// Session is one PDU session whose non-GBR flows share its AMBR.
+type Session struct {
+	// SEID is the session.
+	SEID uint64
+	// AMBR is the session AMBR for this direction, capped at the link.
+	AMBR uint64
+	// Flows are indexes into Admitted.Flows.
+	Flows []int
+}
+
+// CompareFlowID orders flow ids by SEID, then QER id.
+func CompareFlowID(a, b FlowID) int {
+	if c := cmp.Compare(a.SEID, b.SEID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.QERID, b.QERID)
+}
+
+// Admit checks each flow (ranges, MBR below GBR, GBR above the link,
+// marks outside MarkMask), refuses duplicate ids, marks and (TEID, QFI)
+// keys, and admits GBR flows while the sum of GBRs fits in the link, in
+// aware mode (Policy.Admission says whether a flow that does not fit is
+// refused or clamped). Flows for which known returns true (they hold a
+// class already) are admitted first, so a new flow never pushes out an
+// admitted one. pol must have passed CheckPolicy.
+func Admit(flows []Flow, pol Policy, known func(*Flow) bool) Admitted {
+	var p problems
+	order := make([]int, len(flows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return CompareFlowID(flows[a].ID, flows[b].ID) })
+	type cand struct {
+		f     Flow
+		known bool
+	}
+	seen := make(map[FlowID]bool, len(flows))
+	cands := make([]cand, 0, len(flows))
+	for _, i := range order {
+		f := flows[i]
+		if seen[f.ID] {
+			p.report(Error, DuplicateFlow, &f, "id", "flow %s listed twice", f.ID)
+			continue
+		}
+		seen[f.ID] = true
+		if p.checkFlow(&f, &pol) {
+			cands = append(cands, cand{f: f, known: known != nil && known(&f)})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.known && !b.known:
+			return -1
+		case b.known && !a.known:
+			return 1
+		}
+		return 0
+	})
+	adm := admission{pol: pol, marks: map[uint32]FlowID{}, teids: map[[2]uint32]FlowID{}}
+	out := Admitted{Flows: make([]Flow, 0, len(cands))}
+	for _, c := range cands {
+		if f, ok := adm.admit(c.f, &p); ok {
+			out.Flows = append(out.Flows, f)
+		}
+	}
+	slices.SortStableFunc(out.Flows, func(a, b Flow) int { return CompareFlowID(a.ID, b.ID) })
+	out.Sessions, out.SessionOf = groupSessions(out.Flows, pol, &p)
+	out.Problems = p
+	return out
+}
+
+// admission is the running state of Admit: keys in use and the GBR sum.
+type admission struct {
+	pol    Policy
+	marks  map[uint32]FlowID
+	teids  map[[2]uint32]FlowID
+	gbrSum uint64
+}
+
+// admit admits one checked flow, possibly clamped, or reports why not.
+func (a *admission) admit(f Flow, p *problems) (Flow, bool) {
+	if f.Mark != 0 {
+		if other, dup := a.marks[f.Mark]; dup {
+			p.report(Error, DuplicateMark, &f, "mark", "mark %#x already used by flow %s", f.Mark, other)
+			return f, false
+		}
+	}
+	tq := [2]uint32{f.TEID, uint32(f.QFI)}
+	if f.TEID != 0 {
+		if other, dup := a.teids[tq]; dup {
+			p.report(Error, DuplicateTEID, &f, "teid", "TEID %#x QFI %d already used by flow %s", f.TEID, f.QFI, other)
+			return f, false
+		}
+	}
+	if !a.fitGBR(&f, p) {
+		return f, false
+	}
+	if f.Mark != 0 {
+		a.marks[f.Mark] = f.ID
+	}
+	if f.TEID != 0 {
+		a.teids[tq] = f.ID
+	}
+	a.gbrSum += f.GBR
+	return f, true
+}
+
+// fitGBR applies the admission policy to a GBR flow that would push the sum
+// of GBRs above the link: refuse, or clamp to what is left (never below the
+// non-GBR minimum).
+func (a *admission) fitGBR(f *Flow, p *problems) bool {
+	link := a.pol.LinkRate
+	if a.pol.Mode != Aware || f.GBR == 0 || a.gbrSum+f.GBR <= link {
+		return true
+	}
+	left := link - a.gbrSum
+	if a.pol.Admission == Refuse {
+		p.report(Error, GBRSumAboveLink, f, "gbr", "GBR %s does not fit: %s of the %s link already guaranteed (admission refuse)",
+			FormatRate(f.GBR), FormatRate(a.gbrSum), FormatRate(link))
+		return false
+	}
+	if left < a.pol.NonGBRMin {
+		p.report(Error, GBRSumAboveLink, f, "gbr", "GBR %s does not fit: only %s of the %s link left, below the non-GBR minimum %s (admission clamp)",
+			FormatRate(f.GBR), FormatRate(left), FormatRate(link), FormatRate(a.pol.NonGBRMin))
+		return false
+	}
+	p.report(Warning, Clamped, f, "gbr", "GBR %s clamped to %s: %s of the %s link already guaranteed (admission clamp)",
+		FormatRate(f.GBR), FormatRate(left), FormatRate(a.gbrSum), FormatRate(link))
+	f.GBR = left
+	return true
+}
+
+// groupSessions groups the non-GBR flows of sessions with an AMBR (aware
+// mode only), in flow order.
+func groupSessions(flows []Flow, pol Policy, p *problems) ([]Session, []int) {
+	of := make([]int, len(flows))
+	for i := range of {
+		of[i] = -1
+	}
+	if pol.Mode != Aware {
+		return nil, of
+	}
+	var sessions []Session
+	bySEID := map[uint64]int{}
+	for i := range flows {
+		f := &flows[i]
+		if f.GBR != 0 || f.SessionAMBR == 0 {
+			continue
+		}
+		ambr := min(f.SessionAMBR, pol.LinkRate)
+		s, ok := bySEID[f.ID.SEID]
+		if !ok {
+			s = len(sessions)
+			bySEID[f.ID.SEID] = s
+			sessions = append(sessions, Session{SEID: f.ID.SEID, AMBR: ambr})
+		} else if ambr != sessions[s].AMBR {
+			p.report(Warning, AMBRConflict, f, "session_ambr", "session AMBR %s differs from %s given by another flow of seid %d: using %s",
+				FormatRate(f.SessionAMBR), FormatRate(sessions[s].AMBR), f.ID.SEID, FormatRate(sessions[s].AMBR))
+		}
+		sessions[s].Flows = append(sessions[s].Flows, i)
+		of[i] = s
+	}
+	return sessions, of
+}
+
+// FlowRates returns the rate and ceil of a flow's class (bit/s): in aware
+// mode rate = GBR (a non-GBR flow: the non-GBR minimum) and ceil = MBR, or
+// the link rate without one, capped at the link and at the session AMBR
+// (ambr 0: none); in static mode the policy's static rate and ceil.
+func (pol Policy) FlowRates(f Flow, ambr uint64) (rate, ceil uint64) {
+	link := pol.LinkRate
+	if pol.Mode == Static {
+		ceil = min(pol.StaticCeil, link)
+		return min(pol.StaticRate, ceil), ceil
+	}
+	ceil = link
+	if f.MBR != 0 {
+		ceil = min(f.MBR, link)
+	}
+	if ambr != 0 {
+		ceil = min(ceil, ambr)
+	}
+	if f.GBR != 0 {
+		return f.GBR, ceil
+	}
+	return min(pol.NonGBRMin, ceil), ceil
+}

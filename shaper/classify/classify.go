@@ -1,0 +1,151 @@
+package classify
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// Env is what a Classifier works with: the backend's netlink handle, the
+// device, and the handle of the root qdisc the classes hang under.
+type Env struct {
+	// Handle is the backend's long-lived netlink handle (maybe in a
+	// netns). Classifiers must use it, never the package-level functions.
+	Handle *netlink.Handle
+	// Link is the device.
+	Link netlink.Link
+	// Root is the root qdisc's handle (major<<16).
+	Root uint32
+}
+
+// Entry binds one flow's packets to a class: by mark (mark classifiers) or
+// by (TEID, QFI) (GTP-U classifiers). An entry lacking the key a classifier
+// needs is skipped: such packets reach the default class.
+type Entry struct {
+	// ClassID is the full tc class id (major<<16 | minor).
+	ClassID uint32
+	// Flow names the flow, for messages.
+	Flow shaper.FlowID
+	// Mark is the skb->mark (masked with shaper.MarkMask), 0 = none.
+	Mark uint32
+	// TEID and QFI identify the flow's GTP-U packets on N3.
+	TEID uint32
+	QFI  uint8
+}
+
+// Table is what a classifier makes true on one device.
+type Table struct {
+	// Default is the class id unclassified packets go to.
+	Default uint32
+	// Entries are the flow classes' bindings, sorted by ClassID.
+	Entries []Entry
+}
+
+// Handle formats a class id as tc does: "6771:1a".
+func Handle(classID uint32) string { return fmt.Sprintf("%x:%x", classID>>16, classID&0xffff) }
+
+// Binding is one classification entry as a classifier reads it back.
+type Binding struct {
+	// Minor is the class the packets go to (under Env.Root).
+	Minor uint16
+	// Mark is the skb->mark matched (mark classifiers), else 0.
+	Mark uint32
+	// TEID and QFI are matched by (TEID, QFI) classifiers, else 0.
+	TEID uint32
+	QFI  uint8
+}
+
+// Result says what a Sync changed. Writes counts every netlink or BPF
+// write (filter add/change/delete, map update/delete, program load); it is
+// 0 when the classifier was already in sync.
+type Result struct {
+	// Added, Changed and Deleted count classification entries.
+	Added, Changed, Deleted int
+	// Writes counts kernel writes.
+	Writes int
+	// Notes are one-line remarks for output ("loaded cls_bpf program").
+	Notes []string
+}
+
+// Add folds o into r.
+func (r *Result) Add(o Result) {
+	r.Added += o.Added
+	r.Changed += o.Changed
+	r.Deleted += o.Deleted
+	r.Writes += o.Writes
+	r.Notes = append(r.Notes, o.Notes...)
+}
+
+// Classifier steers each flow's packets into its class. Fw and MarkBPF
+// classify by mark; package gtpu by (TEID, QFI).
+//
+// The backend calls Sync after it has created and changed classes and
+// before it deletes classes, so a classifier may bind entries to every class
+// of the table and must unbind anything pointing at classes not in it.
+type Classifier interface {
+	// Kind names the classifier for output and policy.
+	Kind() shaper.ClassifierKind
+	// Sync makes the device's classification match want: it adds what is
+	// missing, changes what differs and removes what is stale, and only
+	// what it owns. It must be idempotent: Writes is 0 when nothing
+	// differed.
+	Sync(ctx context.Context, env Env, want Table) (Result, error)
+	// Bindings reads the classification entries back (so that a restarted
+	// process can match kernel classes to flows).
+	Bindings(ctx context.Context, env Env) ([]Binding, error)
+	// Remove deletes everything this classifier installed on the device,
+	// including objects outside the root qdisc (clsact filters), and
+	// nothing it does not own.
+	Remove(ctx context.Context, env Env) error
+}
+
+// Prober is implemented by classifiers that can tell whether the kernel
+// supports them, without leaving anything behind.
+type Prober interface {
+	// Probe returns nil if the classifier works on env's device.
+	Probe(ctx context.Context, env Env) error
+}
+
+// DeltaSyncer is implemented by classifiers that can move their entries
+// from one table to the next without reading the kernel back. A backend in
+// incremental mode uses it between full runs; a classifier without it gets
+// a full Sync every time.
+type DeltaSyncer interface {
+	// SyncDelta changes the entries from what from asked for to what to
+	// asks for, trusting that the kernel holds exactly from's entries.
+	// Stale entries are removed before new ones are added.
+	SyncDelta(ctx context.Context, env Env, from, to Table) (Result, error)
+}
+
+// WriteCounter is implemented by classifiers that count the writes their
+// Remove made.
+type WriteCounter interface {
+	// TakeWrites returns the writes since the last call and resets the
+	// count.
+	TakeWrites() int
+}
+
+// RemoveCounted calls c.Remove and returns how many writes it made (1 when
+// the classifier does not count).
+func RemoveCounted(ctx context.Context, env Env, c Classifier) (int, error) {
+	err := c.Remove(ctx, env)
+	n := 1
+	if wc, ok := c.(WriteCounter); ok {
+		n = wc.TakeWrites()
+	}
+	return n, err
+}
+
+// markTable returns mark -> class id for the table's entries with a mark.
+func markTable(t Table) map[uint32]uint32 {
+	out := make(map[uint32]uint32, len(t.Entries))
+	for _, e := range t.Entries {
+		if e.Mark != 0 {
+			out[e.Mark] = e.ClassID
+		}
+	}
+	return out
+}

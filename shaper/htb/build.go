@@ -1,0 +1,58 @@
+package htb
+
+import "github.com/free5gc/gtpqos/shaper"
+
+// build makes the tree from the admitted flows and the assigned minors.
+func (p *planner) build() *Tree {
+	pol := p.pol
+	link := pol.LinkRate
+	t := &Tree{Major: OwnedMajor, DefaultMinor: DefaultMinor, LinkRate: link, Leaf: pol.Leaf, Classifier: pol.Classifier}
+	t.Classes = make([]Class, 0, len(p.adm.Flows)+len(p.adm.Sessions)+2)
+	base := Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}
+	lc := base
+	lc.Minor, lc.Parent, lc.Role, lc.Rate, lc.Ceil = LinkMinor, 0, shaper.RoleLink, link, link
+	dc := base
+	dc.Minor, dc.Parent, dc.Role, dc.Rate, dc.Ceil, dc.Prio = DefaultMinor, LinkMinor, shaper.RoleDefault, min(pol.DefaultRate, link), link, 7
+	t.Classes = append(t.Classes, lc, dc)
+	linkSum := dc.Rate
+	sessionRate := make([]uint64, len(p.adm.Sessions))
+	for i, f := range p.adm.Flows {
+		if p.flowMinor[i] == 0 {
+			continue
+		}
+		fc := base
+		fc.Minor, fc.Parent, fc.Role, fc.Prio = p.flowMinor[i], p.parentOf(i), shaper.RoleFlow, pol.Prio
+		fc.Flow, fc.Name, fc.Direction, fc.Mark, fc.TEID, fc.QFI = f.ID, f.Name, f.Direction, f.Mark, f.TEID, f.QFI
+		fc.GBR, fc.MBR, fc.SEID = f.GBR, f.MBR, f.ID.SEID
+		var ambr uint64
+		s := p.adm.SessionOf[i]
+		if s >= 0 {
+			ambr = p.adm.Sessions[s].AMBR
+		}
+		fc.Rate, fc.Ceil = pol.FlowRates(f, ambr)
+		if s >= 0 {
+			sessionRate[s] += fc.Rate
+		} else {
+			linkSum += fc.Rate
+		}
+		t.Classes = append(t.Classes, fc)
+	}
+	for si, s := range p.adm.Sessions {
+		if p.sessionMinor[si] == 0 {
+			continue
+		}
+		sc := base
+		sc.Minor, sc.Parent, sc.Role, sc.Prio, sc.SEID = p.sessionMinor[si], LinkMinor, shaper.RoleSession, pol.Prio, s.SEID
+		sc.Ceil = s.AMBR
+		sc.Rate = min(sessionRate[si], s.AMBR)
+		linkSum += sc.Rate
+		t.Classes = append(t.Classes, sc)
+	}
+	if linkSum > link {
+		p.problems = append(p.problems, shaper.Problem{Kind: shaper.Oversubscribed, Severity: shaper.Warning, Name: "policy", Field: "link",
+			Detail: "class rates add up to " + shaper.FormatRate(linkSum) + " on a " + shaper.FormatRate(link) +
+				" link: only GBRs are guaranteed, non-GBR minimums and static rates are not"})
+	}
+	t.sortClasses()
+	return t
+}

@@ -1,0 +1,214 @@
+package htb
+
+import (
+	"fmt"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// prevIndex finds a flow's class in the previous tree.
+type prevIndex struct {
+	byID   map[shaper.FlowID]Class
+	byMark map[uint32]Class
+	byTQ   map[[2]uint32]Class
+	// sessionBySEID maps SEIDs of session classes (planned trees only).
+	sessionBySEID map[uint64]Class
+	classes       map[uint16]Class
+}
+
+func newPrevIndex(t *Tree) *prevIndex {
+	ix := &prevIndex{byID: map[shaper.FlowID]Class{}, byMark: map[uint32]Class{}, byTQ: map[[2]uint32]Class{},
+		sessionBySEID: map[uint64]Class{}, classes: map[uint16]Class{}}
+	if t == nil {
+		return ix
+	}
+	for _, c := range t.Classes {
+		ix.classes[c.Minor] = c
+		switch c.Role {
+		case shaper.RoleFlow:
+			if c.Flow != (shaper.FlowID{}) {
+				ix.byID[c.Flow] = c
+			}
+			if c.Mark != 0 {
+				ix.byMark[c.Mark] = c
+			}
+			if c.TEID != 0 {
+				ix.byTQ[[2]uint32{c.TEID, uint32(c.QFI)}] = c
+			}
+		case shaper.RoleSession:
+			if c.SEID != 0 {
+				ix.sessionBySEID[c.SEID] = c
+			}
+		}
+	}
+	return ix
+}
+
+// lookup finds f's class: by flow id, else (a class read from the kernel,
+// which knows no flow ids) by mark or by (TEID, QFI).
+func (ix *prevIndex) lookup(f *shaper.Flow) (Class, bool) {
+	if c, ok := ix.byID[f.ID]; ok {
+		return c, true
+	}
+	if f.Mark != 0 {
+		if c, ok := ix.byMark[f.Mark]; ok && c.Flow == (shaper.FlowID{}) {
+			return c, true
+		}
+	}
+	if f.TEID != 0 {
+		if c, ok := ix.byTQ[[2]uint32{f.TEID, uint32(f.QFI)}]; ok && c.Flow == (shaper.FlowID{}) {
+			return c, true
+		}
+	}
+	return Class{}, false
+}
+
+// planner assigns class ids (minors) to the admitted flows and sessions and
+// builds the tree.
+type planner struct {
+	pol      shaper.Policy
+	ix       *prevIndex
+	adm      *shaper.Admitted
+	problems []shaper.Problem
+
+	used    [1 << 16]bool
+	cursor  int
+	claimed map[uint16]bool
+	// prev and had are each admitted flow's class in the previous tree;
+	// flowMinor its minor in the new one (0: none left).
+	prev      []Class
+	had       []bool
+	flowMinor []uint16
+	// sessionMinor is each session's minor (0: none left).
+	sessionMinor []uint16
+}
+
+// problem reports an error about flow f.
+func (p *planner) problem(kind shaper.ProblemKind, f *shaper.Flow, field, detail string) {
+	p.problems = append(p.problems, shaper.Problem{Kind: kind, Severity: shaper.Error, Flow: f.ID, Name: f.Label(), Field: field, Detail: detail})
+}
+
+// reserve marks a minor used; false if it was taken or is not assignable.
+func (p *planner) reserve(m uint16) bool {
+	if m < FirstFlowMinor || m > LastFlowMinor || m == OwnedMajor || p.used[m] {
+		return false
+	}
+	p.used[m] = true
+	return true
+}
+
+// release frees a minor blocked (not yet claimed) in this plan; false if
+// it is not in blocked or was claimed already.
+func (p *planner) release(m uint16, blocked map[uint16]bool) bool {
+	if !blocked[m] || p.claimed[m] {
+		return false
+	}
+	if p.claimed == nil {
+		p.claimed = map[uint16]bool{}
+	}
+	p.claimed[m] = true
+	p.used[m] = false
+	return true
+}
+
+// next returns the lowest free minor, or false when none is left.
+func (p *planner) next() (uint16, bool) {
+	if p.cursor < int(FirstFlowMinor) {
+		p.cursor = int(FirstFlowMinor)
+	}
+	for ; p.cursor <= int(LastFlowMinor); p.cursor++ {
+		m := uint16(p.cursor)
+		if m != OwnedMajor && !p.used[m] {
+			p.used[m] = true
+			p.cursor++
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+// assignMinors keeps the minors flows and sessions had in the previous tree
+// where their parent stays the same, and gives the others the lowest free
+// ones.
+func (p *planner) assignMinors() {
+	n := len(p.adm.Flows)
+	p.prev, p.had, p.flowMinor = make([]Class, n), make([]bool, n), make([]uint16, n)
+	for i := range p.adm.Flows {
+		p.prev[i], p.had[i] = p.ix.lookup(&p.adm.Flows[i])
+		if p.had[i] {
+			p.had[i] = p.reserve(p.prev[i].Minor)
+		}
+	}
+	p.assignSessionMinors()
+	for i := range p.adm.Flows {
+		s := p.adm.SessionOf[i]
+		if s >= 0 && p.sessionMinor[s] == 0 {
+			continue // the session got no class id
+		}
+		if p.had[i] && p.prev[i].Parent == p.parentOf(i) {
+			p.flowMinor[i] = p.prev[i].Minor // reserved above
+			continue
+		}
+		m, ok := p.next()
+		if !ok {
+			p.problem(shaper.TooManyFlows, &p.adm.Flows[i], "id", fmt.Sprintf("no class id left (max %d classes)", MaxClasses))
+			continue
+		}
+		p.flowMinor[i] = m
+	}
+}
+
+// assignSessionMinors gives each session a minor: its class's in the
+// previous tree, else the parent its flows had there, else a fresh one.
+func (p *planner) assignSessionMinors() {
+	p.sessionMinor = make([]uint16, len(p.adm.Sessions))
+	// Block the minors of previous session-like classes for one plan:
+	// reused by a flow they would have to be deleted and re-created (they
+	// still have children), which costs more than a fresh minor.
+	blocked := map[uint16]bool{}
+	for _, c := range p.ix.classes {
+		if c.Role == shaper.RoleSession && !p.used[c.Minor] && p.reserve(c.Minor) {
+			blocked[c.Minor] = true
+		}
+	}
+	for si, s := range p.adm.Sessions {
+		if c, ok := p.ix.sessionBySEID[s.SEID]; ok && p.release(c.Minor, blocked) && p.reserve(c.Minor) {
+			p.sessionMinor[si] = c.Minor
+			continue
+		}
+		// The kernel's tree does not know SEIDs: reuse the parent the
+		// session's flows had, if it was a session-like class.
+		for _, i := range s.Flows {
+			if !p.had[i] {
+				continue
+			}
+			parent, ok := p.ix.classes[p.prev[i].Parent]
+			if ok && parent.Role == shaper.RoleSession && (parent.SEID == 0 || parent.SEID == s.SEID) &&
+				p.release(parent.Minor, blocked) && p.reserve(parent.Minor) {
+				p.sessionMinor[si] = parent.Minor
+				break
+			}
+		}
+	}
+	for si, s := range p.adm.Sessions {
+		if p.sessionMinor[si] != 0 {
+			continue
+		}
+		m, ok := p.next()
+		if !ok {
+			for _, i := range s.Flows {
+				p.problem(shaper.TooManyFlows, &p.adm.Flows[i], "id", fmt.Sprintf("no class id left for its session (max %d classes)", MaxClasses))
+			}
+			continue
+		}
+		p.sessionMinor[si] = m
+	}
+}
+
+// parentOf returns the minor of admitted flow i's parent class.
+func (p *planner) parentOf(i int) uint16 {
+	if s := p.adm.SessionOf[i]; s >= 0 {
+		return p.sessionMinor[s]
+	}
+	return LinkMinor
+}

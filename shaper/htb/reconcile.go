@@ -1,0 +1,321 @@
+package htb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+)
+
+// run is one Reconcile: the desired tree, the device's state as the run
+// sees it, and what the run has done so far.
+type run struct {
+	r       *Reconciler
+	ctx     context.Context
+	desired *Tree
+	link    netlink.Link
+	env     classify.Env
+	st      *devState
+	cls     classify.Classifier
+	res     *Result
+	// want indexes desired's classes by minor (index+1; 0 = not desired).
+	want []int32
+	// bound is the table the classifier holds (incremental runs only).
+	bound classify.Table
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, error) {
+	start := r.writes
+	res := Result{Dev: r.dev}
+	// The remembered state is dropped now and kept again only if this run
+	// succeeds: after any error the next run reads the kernel.
+	mem := r.mem
+	r.mem = nil
+	u, err := r.begin(ctx, desired, mem, &res)
+	if err == nil {
+		err = u.steps()
+	}
+	res.Writes = r.writes - start
+	if err != nil {
+		return res, err
+	}
+	if r.incremental {
+		u.st.tree, u.st.table, u.st.cls = cloneTree(desired), u.bound, u.cls
+		r.mem = u.st
+	}
+	return res, nil
+}
+
+// begin checks desired, finds the device and its state (remembered, or
+// read from the kernel with the root created where there is none), and
+// picks the classifier.
+func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, res *Result) (*run, error) {
+	if err := checkDesired(desired); err != nil {
+		return nil, fmt.Errorf("dev %s: %w", r.dev, err)
+	}
+	// An unusable classifier must fail before the root is created.
+	if err := r.checkKind(desired); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	link, err := r.link()
+	if err != nil {
+		return nil, err
+	}
+	u := &run{r: r, ctx: ctx, desired: desired, link: link, res: res,
+		env: classify.Env{Handle: r.h, Link: link, Root: rootHandle()}}
+	if r.incremental && mem != nil {
+		c, err := r.classifier(ctx, u.env, desired, res)
+		if err != nil {
+			return nil, err
+		}
+		if mem.usableFor(link, desired, c) {
+			u.st, u.cls, u.bound = mem, c, mem.table
+			res.Incremental, res.Adopted = true, true
+		}
+	}
+	if u.st == nil {
+		if u.st, err = r.readState(link, desired, res); err != nil {
+			return nil, err
+		}
+		if u.cls, err = r.classifier(ctx, u.env, desired, res); err != nil {
+			return nil, err
+		}
+	}
+	u.want = make([]int32, 1<<16)
+	for i, c := range desired.Classes {
+		u.want[c.Minor] = int32(i + 1)
+	}
+	return u, nil
+}
+
+// steps makes the device match desired, in the order that never points a
+// packet at a class that does not exist.
+func (u *run) steps() error {
+	if err := u.recreateMoved(); err != nil {
+		return err
+	}
+	if err := u.createAndChange(); err != nil {
+		return err
+	}
+	if err := u.fixDefault(); err != nil {
+		return err
+	}
+	if err := u.r.syncLeaves(u.ctx, u.link, u.desired, rootState{root: u.st.root, owned: true, byParent: u.st.byParent}, u.res); err != nil {
+		return err
+	}
+	if err := u.syncClassifier(u.desired.Table()); err != nil {
+		return err
+	}
+	if !u.res.Incremental {
+		if err := u.r.removeOtherClassifiers(u.ctx, u.env, u.cls, u.res); err != nil {
+			return err
+		}
+	}
+	stale := map[uint16]bool{}
+	for m := range u.st.classes {
+		if u.want[m] == 0 {
+			stale[m] = true
+		}
+	}
+	return u.deleteClasses(stale)
+}
+
+// syncClassifier moves the classifier's entries to table: in an
+// incremental run from what the remembered state says it holds, without
+// reading it back, where the classifier can.
+func (u *run) syncClassifier(table classify.Table) error {
+	var cr classify.Result
+	var err error
+	if ds, ok := u.cls.(classify.DeltaSyncer); ok && u.res.Incremental {
+		cr, err = ds.SyncDelta(u.ctx, u.env, u.bound, table)
+	} else {
+		cr, err = u.cls.Sync(u.ctx, u.env, table)
+	}
+	u.r.writes += cr.Writes
+	u.res.Classifier.Add(cr)
+	if err != nil {
+		return fmt.Errorf("dev %s: classifier %s: %w", u.r.dev, u.cls.Kind(), err)
+	}
+	u.bound = table
+	return nil
+}
+
+// recreateMoved deletes the classes whose parent differs (HTB cannot move a
+// class) and their descendants, and a class that is to be a leaf but has
+// children now (a freed session minor reused by a flow: HTB would not take
+// a leaf qdisc); the create step then builds them again.
+func (u *run) recreateMoved() error {
+	actual := u.st.classes
+	moved := map[uint16]bool{}
+	hasChildren := map[uint16]bool{}
+	for _, a := range actual {
+		if pmaj, pmin := netlink.MajorMinor(a.Parent); pmaj == OwnedMajor {
+			hasChildren[pmin] = true
+		}
+	}
+	for m, a := range actual {
+		if i := u.want[m]; i != 0 {
+			d := &u.desired.Classes[i-1]
+			if !sameParent(parentID(u.desired, d), a.Parent) || (d.Role == shaper.RoleFlow && hasChildren[m]) {
+				moved[m] = true
+			}
+		}
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	for changed := true; changed; {
+		changed = false
+		for m, a := range actual {
+			pmaj, pmin := netlink.MajorMinor(a.Parent)
+			if !moved[m] && pmaj == OwnedMajor && moved[pmin] {
+				moved[m] = true
+				changed = true
+			}
+		}
+	}
+	// Unbind the moved flows first, then delete them children first.
+	keep := *u.desired
+	keep.Classes = make([]Class, 0, len(u.desired.Classes))
+	for _, c := range u.desired.Classes {
+		if !moved[c.Minor] {
+			keep.Classes = append(keep.Classes, c)
+		}
+	}
+	if err := u.syncClassifier(keep.Table()); err != nil {
+		return err
+	}
+	return u.deleteClasses(moved)
+}
+
+// rank orders roles parents first.
+func rank(r shaper.Role) int {
+	switch r {
+	case shaper.RoleLink:
+		return 0
+	case shaper.RoleDefault:
+		return 1
+	case shaper.RoleSession:
+		return 2
+	}
+	return 3
+}
+
+// createAndChange creates missing classes (parents first: link, default,
+// sessions, flows, each in minor order) and changes in place those whose
+// rate, ceil, burst, cburst, quantum or prio differ.
+func (u *run) createAndChange() error {
+	d := u.desired
+	order := make([]int32, 0, len(d.Classes))
+	for k := 0; k < 4; k++ {
+		for i := range d.Classes {
+			if rank(d.Classes[i].Role) == k {
+				order = append(order, int32(i))
+			}
+		}
+	}
+	for _, i := range order {
+		c := d.Classes[i]
+		if err := u.ctx.Err(); err != nil {
+			return err
+		}
+		a, ok := u.st.classes[c.Minor]
+		switch {
+		case !ok:
+			hc := u.r.htbClass(u.link, d, c)
+			if err := u.r.do(func() error { return u.r.h.ClassReplace(hc) }); err != nil {
+				return fmt.Errorf("dev %s: create %s class %s: %w", u.r.dev, c.Role, d.Handle(c.Minor), err)
+			}
+			u.st.written(hc)
+			// The kernel destroys a leaf class's qdisc when it gains its
+			// first child, and does not bring it back: forget it.
+			delete(u.st.byParent, d.ClassID(c.Parent))
+			u.res.Created = append(u.res.Created, c.Minor)
+		case !same(toKernel(d, c), fromNetlink(a)):
+			hc := u.r.htbClass(u.link, d, c)
+			if err := u.r.do(func() error { return u.r.h.ClassChange(hc) }); err != nil {
+				return fmt.Errorf("dev %s: change %s class %s: %w", u.r.dev, c.Role, d.Handle(c.Minor), err)
+			}
+			u.st.written(hc)
+			u.res.Changed = append(u.res.Changed, c.Minor)
+		}
+	}
+	return nil
+}
+
+// fixDefault points the root's default at the desired default class.
+func (u *run) fixDefault() error {
+	d := u.desired
+	if u.st.root.Defcls == uint32(d.DefaultMinor) {
+		return nil
+	}
+	q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: u.link.Attrs().Index, Handle: rootHandle(), Parent: netlink.HANDLE_ROOT})
+	q.Defcls = uint32(d.DefaultMinor)
+	if err := u.r.do(func() error { return u.r.h.QdiscChange(q) }); err != nil {
+		return fmt.Errorf("dev %s: set root default to %s: %w", u.r.dev, d.Handle(d.DefaultMinor), err)
+	}
+	u.st.root = q
+	u.res.Notes = append(u.res.Notes, "repaired the root qdisc's default class")
+	return nil
+}
+
+// deleteClasses deletes the given classes, deepest first, and drops them
+// (and their leaf qdiscs) from the state.
+func (u *run) deleteClasses(del map[uint16]bool) error {
+	if len(del) == 0 {
+		return nil
+	}
+	actual := u.st.classes
+	parent := make(map[uint16]uint16, len(actual))
+	for m, a := range actual {
+		pmaj, pmin := netlink.MajorMinor(a.Parent)
+		if pmaj == OwnedMajor {
+			parent[m] = pmin
+		}
+	}
+	list := make([]uint16, 0, len(del))
+	for m := range del {
+		list = append(list, m)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		di, dj := depth(list[i], parent), depth(list[j], parent)
+		if di != dj {
+			return di > dj
+		}
+		return list[i] < list[j]
+	})
+	for _, m := range list {
+		a := actual[m]
+		if err := u.r.do(func() error { return u.r.h.ClassDel(a) }); err != nil {
+			return fmt.Errorf("dev %s: delete class %x:%x: %w", u.r.dev, OwnedMajor, m, err)
+		}
+		u.st.deleted(u.desired, m)
+		u.res.Deleted = append(u.res.Deleted, m)
+	}
+	return nil
+}
+
+// checkDesired fails on a tree Reconcile cannot build: nil, another root,
+// no link or default class.
+func checkDesired(t *Tree) error {
+	if t == nil {
+		return errors.New("no desired tree (plan failed)")
+	}
+	if t.Major != OwnedMajor {
+		return fmt.Errorf("desired tree has root major %x, want %x", t.Major, OwnedMajor)
+	}
+	l, ok1 := t.Find(LinkMinor)
+	d, ok2 := t.Find(t.DefaultMinor)
+	if !ok1 || !ok2 || l.Role != shaper.RoleLink || d.Role != shaper.RoleDefault {
+		return errors.New("desired tree lacks its link or default class")
+	}
+	return nil
+}
