@@ -9,8 +9,6 @@ import (
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/lab/ab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
-	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -47,7 +45,10 @@ func TestLabSeedStaticVsAware(t *testing.T) {
 		}
 	}()
 	ctx := context.Background()
-	target := ab.NewLabTarget(l, false, lab.DefaultPayload, lab.TrafficBuiltin)
+	target, err := ab.NewLabTarget(l, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func() {
 		if err := target.Close(ctx); err != nil {
 			t.Errorf("reset tree: %v", err)
@@ -98,7 +99,10 @@ func TestLabTCPVariant(t *testing.T) {
 	}
 	defer l.Close()
 	ctx := context.Background()
-	target := ab.NewLabTarget(l, true, 0, lab.TrafficBuiltin)
+	target, err := ab.NewLabTarget(l, ab.LabOptions{TCP: true, Generator: lab.TrafficBuiltin})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer target.Close(ctx)
 	res, err := ab.Run(ctx, target, ab.Options{
 		Arms: seedArms(t), Runs: 1, Duration: 8 * time.Second,
@@ -151,13 +155,10 @@ func TestLabTwoUEsSameQFI(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		var opts []htb.Option
-		if noMarks {
-			cls := gtpu.New(gtpu.Options{N3: lab.N3Dev})
-			defer cls.Close(l.UPFNetlink())
-			opts = append(opts, htb.WithClassifier(cls.Downlink()))
+		target, err := ab.NewLabTarget(l, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin, NoMarks: noMarks})
+		if err != nil {
+			t.Fatal(err)
 		}
-		target := ab.NewLabTarget(l, false, lab.DefaultPayload, lab.TrafficBuiltin, opts...)
 		res, err := ab.Run(ctx, target, ab.Options{Arms: []ab.Arm{arm}, Runs: 1, Duration: 10 * time.Second,
 			WindowStart: 3 * time.Second, WindowEnd: 9 * time.Second, Tolerance: 0.05, Payload: lab.DefaultPayload})
 		if err != nil {

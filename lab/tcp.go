@@ -18,46 +18,19 @@ func (l *Lab) runTCP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 	n := len(l.pdrs)
 	nsec := seconds(spec.Duration)
 	lns := make([]net.Listener, n)
-	defer func() {
-		for _, ln := range lns {
-			if ln != nil {
-				ln.Close()
-			}
-		}
-	}()
-	for i, p := range l.pdrs {
-		addr := netip.AddrPortFrom(p.UE, p.UEPort).String()
-		err := inNS(l.topo.ue.handle, func() (err error) {
-			lns[i], err = net.Listen("tcp4", addr)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("flow %s: tcp listen on %s in netns %s: %w", p.Name, addr, l.topo.ue.name, err)
-		}
-	}
 	conns := make([]*net.TCPConn, n)
 	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
+		for i := range n {
+			if lns[i] != nil {
+				lns[i].Close()
+			}
+			if conns[i] != nil {
+				conns[i].Close()
 			}
 		}
 	}()
-	for i, p := range l.pdrs {
-		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(p.DN), Timeout: 5 * time.Second,
-			Control: sockOpts{reusePort: false}.control}
-		dst := netip.AddrPortFrom(p.UE, p.UEPort).String()
-		err := inNS(l.topo.dn.handle, func() error {
-			c, err := d.DialContext(ctx, "tcp4", dst)
-			if err != nil {
-				return err
-			}
-			conns[i] = c.(*net.TCPConn)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("flow %s: tcp connect %v -> %s: %w", p.Name, p.DN, dst, err)
-		}
+	if err := l.connectTCP(ctx, lns, conns); err != nil {
+		return nil, err
 	}
 	out := make([]FlowTraffic, n)
 	start := spec.Start
@@ -96,6 +69,38 @@ func (l *Lab) runTCP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		return out, err
 	}
 	return out, nil
+}
+
+// connectTCP listens on every flow's UE address and connects to it from
+// the flow's DN address.
+func (l *Lab) connectTCP(ctx context.Context, lns []net.Listener, conns []*net.TCPConn) error {
+	for i, p := range l.pdrs {
+		addr := netip.AddrPortFrom(p.UE, p.UEPort).String()
+		err := inNS(l.topo.ue.handle, func() (err error) {
+			lns[i], err = net.Listen("tcp4", addr)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("flow %s: tcp listen on %s in netns %s: %w", p.Name, addr, l.topo.ue.name, err)
+		}
+	}
+	for i, p := range l.pdrs {
+		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(p.DN), Timeout: 5 * time.Second,
+			Control: sockOpts{reusePort: false}.control}
+		dst := netip.AddrPortFrom(p.UE, p.UEPort).String()
+		err := inNS(l.topo.dn.handle, func() error {
+			c, err := d.DialContext(ctx, "tcp4", dst)
+			if err != nil {
+				return err
+			}
+			conns[i] = c.(*net.TCPConn)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("flow %s: tcp connect %v -> %s: %w", p.Name, p.DN, dst, err)
+		}
+	}
+	return nil
 }
 
 func sendTCP(ctx context.Context, c *net.TCPConn, rate float64, start time.Time) {

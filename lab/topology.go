@@ -33,11 +33,22 @@ func buildTopology(pdrs []PDR) (t *topology, err error) {
 			t = nil
 		}
 	}()
+	for _, step := range []func() error{t.namespaces, t.links, t.tuns, func() error { return t.addresses(pdrs) }, t.routes} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// namespaces creates the four namespaces: no reverse-path filter, no IPv6,
+// forwarding in the gNB and the UPF.
+func (t *topology) namespaces() error {
 	names := nsNames(t.suffix)
 	for i, dst := range []**namespace{&t.ue, &t.gnb, &t.upf, &t.dn} {
 		ns, err := newNamespace(names[i])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		*dst = ns
 		for _, kv := range [][2]string{
@@ -47,29 +58,36 @@ func buildTopology(pdrs []PDR) (t *topology, err error) {
 			{"net/ipv6/conf/default/disable_ipv6", "1"},
 		} {
 			if err := ns.sysctl(kv[0], kv[1]); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	for _, ns := range []*namespace{t.gnb, t.upf} {
 		if err := ns.sysctl("net/ipv4/ip_forward", "1"); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// links creates the veth pairs UE-gNB, gNB-UPF (N3) and UPF-DN (N6).
+func (t *topology) links() error {
 	if err := veth(t.ue, ueDev, t.gnb, gnbUEDev, innerMTU); err != nil {
-		return nil, err
+		return err
 	}
 	if err := veth(t.upf, N3Dev, t.gnb, gnbN3Dev, 1500); err != nil {
-		return nil, err
+		return err
 	}
-	if err := veth(t.upf, upfN6Dev, t.dn, dnN6Dev, innerMTU); err != nil {
-		return nil, err
-	}
+	return veth(t.upf, upfN6Dev, t.dn, dnN6Dev, innerMTU)
+}
+
+// tuns opens the UPF's and the gNB's TUN devices and brings them up.
+func (t *topology) tuns() error {
 	if err := inNS(t.upf.handle, func() (err error) { t.upfTun, err = openTUN(upfTunDev); return err }); err != nil {
-		return nil, fmt.Errorf("netns %s: %w", t.upf.name, err)
+		return fmt.Errorf("netns %s: %w", t.upf.name, err)
 	}
 	if err := inNS(t.gnb.handle, func() (err error) { t.gnbTun, err = openTUN(gnbTunDev); return err }); err != nil {
-		return nil, fmt.Errorf("netns %s: %w", t.gnb.name, err)
+		return fmt.Errorf("netns %s: %w", t.gnb.name, err)
 	}
 	for _, tn := range []struct {
 		ns  *namespace
@@ -86,11 +104,15 @@ func buildTopology(pdrs []PDR) (t *topology, err error) {
 			err = tn.ns.nl.LinkSetUp(l)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("netns %s: set up %s: %w", tn.ns.name, tn.dev, err)
+			return fmt.Errorf("netns %s: set up %s: %w", tn.ns.name, tn.dev, err)
 		}
 	}
+	return nil
+}
 
-	// Addresses.
+// addresses gives the UEs and DN servers of the PDRs and the fixed hops
+// their addresses.
+func (t *topology) addresses(pdrs []PDR) error {
 	ueAddrs := map[netip.Addr]bool{}
 	dnAddrs := map[netip.Addr]bool{}
 	for _, p := range pdrs {
@@ -99,12 +121,12 @@ func buildTopology(pdrs []PDR) (t *topology, err error) {
 	}
 	for a := range ueAddrs {
 		if err := addAddr(t.ue, ueDev, a, 16); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for a := range dnAddrs {
 		if err := addAddr(t.dn, dnN6Dev, a, 24); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, a := range []struct {
@@ -119,25 +141,25 @@ func buildTopology(pdrs []PDR) (t *topology, err error) {
 		{t.upf, upfN6Dev, UPFN6Addr, 24},
 	} {
 		if err := addAddr(a.ns, a.dev, a.addr, a.bits); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
-	// Routes: ue -> gnb (default); gnb: uplink plain IP toward the UPF;
-	// upf: downlink into the N6 TUN; dn: UEs via the UPF.
+// routes: ue -> gnb (default); gnb: uplink plain IP toward the UPF; upf:
+// downlink into the N6 TUN; dn: UEs via the UPF.
+func (t *topology) routes() error {
 	if err := addRoute(t.ue, "", "0.0.0.0/0", UEGateway); err != nil {
-		return nil, err
+		return err
 	}
 	if err := addRoute(t.gnb, "", DNNet, UPFN3Addr); err != nil {
-		return nil, err
+		return err
 	}
 	if err := addRoute(t.upf, upfTunDev, UENet, netip.Addr{}); err != nil {
-		return nil, err
+		return err
 	}
-	if err := addRoute(t.dn, "", UENet, UPFN6Addr); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return addRoute(t.dn, "", UENet, UPFN6Addr)
 }
 
 // veth creates a veth pair a (in na) <-> b (in nb) with the given MTU, up.

@@ -132,47 +132,10 @@ func (b *builder) pdr(p *gtpnl.PDR) {
 	if !ok {
 		return
 	}
-	var (
-		cands    []*gtpnl.QER
-		ambr     *gtpnl.QER
-		wireFrom *gtpnl.QER // the QER gtp5g takes the GTP-U QFI from
-	)
-	for _, id := range p.QERIDs {
-		k := Key{p.SEID, id}
-		q := b.qers[k]
-		if q == nil {
-			b.problem(Problem{Kind: DanglingQER, SEID: p.SEID, PDR: p.ID, QER: id, Detail: "the PDR references a QER the session does not have"})
-			continue
-		}
-		if wireFrom == nil && q.QFI > 0 {
-			wireFrom = q
-		}
-		switch b.roles[k] {
-		case RoleSessionAMBR:
-			if ambr != nil && ambr != q {
-				b.problem(Problem{Kind: AmbiguousQER, SEID: p.SEID, PDR: p.ID, QER: id, Detail: fmt.Sprintf("two session-AMBR QERs (%d and %d)", ambr.ID, id)})
-				return
-			}
-			ambr = q
-		case RoleFlow:
-			// Rate-bearing in either direction: which QER carries the
-			// flow's contract is decided before looking at this direction,
-			// so an unrecognised AMBR QER is never taken for a flow.
-			cands = append(cands, q)
-		}
+	q, ambr, wireFrom, ok := b.pdrQERs(p)
+	if !ok {
+		return // default flow, or a problem reported
 	}
-	if len(cands) == 0 {
-		return // default flow: no class
-	}
-	if len(cands) > 1 {
-		ids := make([]uint32, len(cands))
-		for i, q := range cands {
-			ids[i] = q.ID
-		}
-		b.problem(Problem{Kind: AmbiguousQER, SEID: p.SEID, PDR: p.ID, Detail: fmt.Sprintf("%d rate-bearing QERs %v and none recognised as the session AMBR", len(cands), ids)})
-		return
-	}
-	q := cands[0]
 	gbr, mbr := rates(q, dir)
 	if gbr == 0 && mbr == 0 {
 		return // no contract in this direction: no class
@@ -210,6 +173,50 @@ func (b *builder) pdr(p *gtpnl.PDR) {
 	}
 	b.flows[fk] = len(b.out)
 	b.out = append(b.out, f)
+}
+
+// pdrQERs sorts a PDR's QERs into the one rate-bearing QER of its flow, the
+// session-AMBR QER (nil: none) and the QER gtp5g takes the GTP-U QFI from
+// (the first with a QFI). ok is false for a default flow (no rate-bearing
+// QER) and when the QERs are ambiguous (reported).
+func (b *builder) pdrQERs(p *gtpnl.PDR) (q, ambr, wireFrom *gtpnl.QER, ok bool) {
+	var cands []*gtpnl.QER
+	for _, id := range p.QERIDs {
+		k := Key{p.SEID, id}
+		qq := b.qers[k]
+		if qq == nil {
+			b.problem(Problem{Kind: DanglingQER, SEID: p.SEID, PDR: p.ID, QER: id, Detail: "the PDR references a QER the session does not have"})
+			continue
+		}
+		if wireFrom == nil && qq.QFI > 0 {
+			wireFrom = qq
+		}
+		switch b.roles[k] {
+		case RoleSessionAMBR:
+			if ambr != nil && ambr != qq {
+				b.problem(Problem{Kind: AmbiguousQER, SEID: p.SEID, PDR: p.ID, QER: id, Detail: fmt.Sprintf("two session-AMBR QERs (%d and %d)", ambr.ID, id)})
+				return nil, nil, nil, false
+			}
+			ambr = qq
+		case RoleFlow:
+			// Rate-bearing in either direction: which QER carries the
+			// flow's contract is decided before looking at this direction,
+			// so an unrecognised AMBR QER is never taken for a flow.
+			cands = append(cands, qq)
+		}
+	}
+	if len(cands) > 1 {
+		ids := make([]uint32, len(cands))
+		for i, c := range cands {
+			ids[i] = c.ID
+		}
+		b.problem(Problem{Kind: AmbiguousQER, SEID: p.SEID, PDR: p.ID, Detail: fmt.Sprintf("%d rate-bearing QERs %v and none recognised as the session AMBR", len(cands), ids)})
+		return nil, nil, nil, false
+	}
+	if len(cands) == 0 {
+		return nil, nil, nil, false
+	}
+	return cands[0], ambr, wireFrom, true
 }
 
 func (b *builder) teid(p *gtpnl.PDR, dir shaper.Direction) uint32 {

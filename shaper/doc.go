@@ -1,28 +1,16 @@
-// Package shaper turns QoS flows (QER GBR/MBR) into a Linux HTB tree and keeps
-// the kernel's tree in step with it.
+// Package shaper is gtpqos's QoS model: what a QoS flow is (Flow: identity,
+// direction, GBR, MBR, session AMBR, the keys that recognise its packets),
+// the operator's Policy and its one YAML form (PolicyYAML, used by flows
+// files and the watch config), admission (CheckPolicy, Admit: which flows
+// fit the link, with Problems naming the flow and field at fault), units
+// (ParseRate, FormatRate, ...), and the Backend interface through which
+// everything else reaches the kernel, with the neutral types a backend
+// reports in (Report, Change, Inspection, ClassState, Counters) and the one
+// way flows are matched to classes (Index) and checked (Verify).
 //
-// The work is split in two:
-//
-//   - [Plan] is pure: flows + [Policy] -> desired [Tree] + [Problem]s. It never
-//     touches the kernel, is deterministic, and keeps class ids stable when the
-//     caller passes the previous (or actual) tree in [Policy.Previous].
-//   - [Reconciler] reads the kernel's tree through one long-lived
-//     vishvananda/netlink handle, normalises units, and applies the minimum set
-//     of changes: classes are changed in place, classifier entries are removed
-//     before their classes, and a second run with the same tree writes nothing.
-//     In incremental mode ([WithTrustLastWrite]) it trusts its last successful
-//     write and diffs against it instead of reading the kernel, until
-//     [Reconciler.Forget] or an error asks for a full run again.
-//
-// Ownership: gtpqos owns a device's tree iff the device's root qdisc is an HTB
-// qdisc with handle major [OwnedMajor] (0x6771, "gq", shown by tc as 6771:).
-// Everything gtpqos creates lives under that qdisc (classes, leaf qdiscs,
-// filters), so deleting it removes everything. A root qdisc with handle 0 is
-// the kernel's default (noqueue, pfifo_fast, mq, ...) and may be replaced; any
-// other root qdisc belongs to someone else and is only replaced with force.
-//
-// Classification goes through the [Classifier] interface: [FwClassifier]
-// (cls_fw, mark -> class, as the seed experiment) and [MarkBPFClassifier]
-// (cls_bpf direct-action + BPF hash map mark -> class id, for kernels without
-// cls_fw). Other packages (shaper/classify/gtpu) implement the interface too.
+// The model is pure: it imports neither netlink, nor BPF, nor x/sys (a
+// test in tests/layout enforces it). Backends live below it: shaper/htb
+// (HTB classes, the first backend), with the classifiers that steer
+// packets into classes in shaper/classify; shaper/backends opens one by
+// name.
 package shaper

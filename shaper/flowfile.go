@@ -23,7 +23,8 @@ import (
 // Format (YAML; unknown keys are errors):
 //
 //	link: 30mbit              # required: bottleneck rate
-//	policy:                   # optional overrides of DefaultPolicy
+//	policy:                   # optional overrides of DefaultPolicy (PolicyYAML)
+//	  backend: htb            # the only backend so far
 //	  mode: aware             # aware | static
 //	  static_rate: 10mbit     # static mode: every flow's rate
 //	  static_ceil: 30mbit     # static mode: every flow's ceil
@@ -35,7 +36,7 @@ import (
 //	  max_frame: 1514
 //	  prio: 0
 //	  admission: refuse       # refuse | clamp
-//	  classifier: auto        # auto | fw | bpf
+//	  classifier: auto        # auto | fw | bpf | gtpu
 //	  leaf: auto              # auto | fq_codel | fifo
 //	  leaf_limit: 1000
 //	  leaf_interval: 100ms
@@ -65,11 +66,17 @@ type FlowsFile struct {
 
 type fileYAML struct {
 	Link   string      `yaml:"link"`
-	Policy *policyYAML `yaml:"policy"`
+	Policy *PolicyYAML `yaml:"policy"`
 	Flows  []flowYAML  `yaml:"flows"`
 }
 
-type policyYAML struct {
+// PolicyYAML is the one YAML form of a Policy (without the link rate,
+// which a flows file gives as `link` and the watch config as `link_rate`):
+// the `policy:` section of flows files and of the watch config. Every field
+// is a string in tc's notation, so `quantum: 12500` and `quantum: "12500"`
+// read alike; an empty field keeps DefaultPolicy's value.
+type PolicyYAML struct {
+	Backend      string `yaml:"backend"`
 	Mode         string `yaml:"mode"`
 	StaticRate   string `yaml:"static_rate"`
 	StaticCeil   string `yaml:"static_ceil"`
@@ -111,7 +118,7 @@ func LoadFlowsFile(path string) (FlowsFile, error) {
 }
 
 // yamlWhere says where each of the file's types sits, for unknown keys.
-var yamlWhere = map[string]string{"fileYAML": "at top level", "policyYAML": "in policy", "flowYAML": "in a flow"}
+var yamlWhere = map[string]string{"fileYAML": "at top level", "PolicyYAML": "in policy", "flowYAML": "in a flow"}
 
 // ParseFlowsFile parses a flows file's contents; name is used in messages.
 func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
@@ -137,7 +144,7 @@ func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
 	}
 	ff.Policy = DefaultPolicy(link)
 	if y.Policy != nil {
-		if err := y.Policy.apply(&ff.Policy); err != nil {
+		if err := y.Policy.Apply(&ff.Policy); err != nil {
 			return ff, fmt.Errorf("%s: policy: %w", name, err)
 		}
 	}
@@ -163,8 +170,13 @@ func parseUint(field, s string, bits int) (uint64, error) {
 	return v, nil
 }
 
-func (p *policyYAML) apply(pol *Policy) error {
+// Apply sets pol's fields from the non-empty fields of p; an error names
+// the field at fault.
+func (p *PolicyYAML) Apply(pol *Policy) error {
 	var err error
+	if p.Backend != "" {
+		pol.Backend = p.Backend
+	}
 	if pol.Mode, err = ParseMode(p.Mode); err != nil {
 		return fmt.Errorf("mode: %w", err)
 	}

@@ -9,9 +9,10 @@ const (
 	// Aware translates each flow's contract: rate = GBR (or the non-GBR
 	// minimum), ceil = MBR (or the link rate).
 	Aware Mode = iota
-	// Static is the QoS-unaware baseline of the seed experiment: every flow
-	// class gets Policy.StaticRate / Policy.StaticCeil whatever its contract.
-	// Flows keep their contracts (callers judge compliance against them).
+	// Static is a QoS-unaware baseline for comparisons (`gtpqos ab`):
+	// every flow class gets Policy.StaticRate / Policy.StaticCeil whatever
+	// its contract. Flows keep their contracts (callers judge compliance
+	// against them).
 	Static
 )
 
@@ -43,7 +44,7 @@ type Admission uint8
 
 const (
 	// Refuse leaves the flow out of the tree and reports an error Problem.
-	// Flows already in Policy.Previous are admitted first, so a new flow can
+	// Flows that hold a class already are admitted first, so a new flow can
 	// never push out an admitted one.
 	Refuse Admission = iota
 	// Clamp admits the flow with its GBR reduced to what is left of the link
@@ -142,13 +143,16 @@ func ParseLeafKind(s string) (LeafKind, error) {
 type LeafSpec struct {
 	// Kind is the qdisc kind (auto resolves in the Reconciler).
 	Kind LeafKind
-	// Limit is fq_codel's packet limit (seed: 1000).
+	// Limit is fq_codel's packet limit (default 1000, fq_codel's own
+	// default is 10240: a shorter queue keeps a flow's delay bounded at
+	// low rates).
 	Limit uint32
-	// TargetUs is fq_codel's target delay in µs (seed: 5000). Only the
-	// kernel's default, 5000, is supported: vishvananda/netlink v1.3.1 does
-	// not send the target attribute.
+	// TargetUs is fq_codel's target delay in µs. Only the kernel's default,
+	// 5000, is supported: vishvananda/netlink v1.3.1 does not send the
+	// target attribute.
 	TargetUs uint32
-	// IntervalUs is fq_codel's interval in µs (seed: 100000).
+	// IntervalUs is fq_codel's interval in µs (default 100000, the
+	// kernel's).
 	IntervalUs uint32
 }
 
@@ -156,28 +160,37 @@ type LeafSpec struct {
 //
 // All rates are bit/s; sizes are bytes.
 type Policy struct {
+	// Backend names the backend that enforces the plan ("" is the
+	// default, htb).
+	Backend string
 	// LinkRate is the bottleneck rate: the link class's rate and ceil, and
 	// the ceil of flows without an MBR. Required.
 	LinkRate uint64
 	// Mode is Aware (translate contracts) or Static (fixed rate/ceil).
 	Mode Mode
 	// StaticRate and StaticCeil are every flow class's rate and ceil in
-	// Static mode (seed: 10 and 30 Mbit/s). StaticCeil is capped at LinkRate.
+	// Static mode (default 10 and 30 Mbit/s: an equal share of a 30 Mbit/s
+	// link for three flows). StaticCeil is capped at LinkRate.
 	StaticRate, StaticCeil uint64
 	// NonGBRMin is the rate of a non-GBR flow's class: an operator choice,
-	// not a 3GPP guarantee (seed: 1 Mbit/s).
+	// not a 3GPP guarantee (default 1 Mbit/s, so a best-effort flow is
+	// never starved).
 	NonGBRMin uint64
 	// DefaultRate is the rate of the default class that takes unclassified
 	// packets (default: NonGBRMin). Its ceil is the link rate.
 	DefaultRate uint64
-	// Burst and CBurst are every class's token buckets in bytes (32 KiB).
+	// Burst and CBurst are every class's token buckets in bytes (32 KiB:
+	// set explicitly, because HTB's derived buckets of about one frame make
+	// shares come out wrong at these rates).
 	Burst, CBurst uint32
 	// Quantum is every class's DRR quantum in bytes (12500); Plan raises it
-	// to MaxFrame if it is smaller.
+	// to MaxFrame if it is smaller, since a quantum below the largest frame
+	// skews the sharing between classes.
 	Quantum uint32
 	// MaxFrame is the largest frame on the device in bytes (1514).
 	MaxFrame uint32
-	// Prio is every flow class's HTB priority (0..7; seed: 0).
+	// Prio is every flow class's HTB priority (0..7; default 0: classes
+	// share by rate and quantum alone, the default class has 7).
 	Prio uint32
 	// Leaf is the qdisc under each leaf class.
 	Leaf LeafSpec
@@ -188,19 +201,19 @@ type Policy struct {
 	Classifier ClassifierKind
 }
 
-// Seed defaults.
+// Defaults of DefaultPolicy (the Policy fields say why).
 const (
-	// DefaultNonGBRMin is the seed's 1 Mbit/s minimum for non-GBR flows.
+	// DefaultNonGBRMin is the rate of a non-GBR flow's class, 1 Mbit/s.
 	DefaultNonGBRMin = 1_000_000
-	// DefaultBurst is the seed's burst and cburst, 32 KiB.
+	// DefaultBurst is every class's burst and cburst, 32 KiB.
 	DefaultBurst = 32 * 1024
-	// DefaultQuantum is the seed's DRR quantum in bytes.
+	// DefaultQuantum is every class's DRR quantum in bytes.
 	DefaultQuantum = 12500
 	// DefaultMaxFrame is the largest Ethernet frame without VLAN tags.
 	DefaultMaxFrame = 1514
-	// DefaultStaticRate and DefaultStaticCeil are the seed's static 10/30.
+	// DefaultStaticRate is every class's rate in static mode, 10 Mbit/s.
 	DefaultStaticRate = 10_000_000
-	// DefaultStaticCeil is the seed's static ceil, 30 Mbit/s.
+	// DefaultStaticCeil is every class's ceil in static mode, 30 Mbit/s.
 	DefaultStaticCeil = 30_000_000
 	// MaxRate is the largest rate Plan accepts (10 Tbit/s); above is absurd.
 	MaxRate = 10_000_000_000_000
@@ -209,7 +222,7 @@ const (
 	MinRate = 8
 )
 
-// DefaultPolicy returns the seed's policy for a link of linkRate bit/s:
+// DefaultPolicy returns the default policy for a link of linkRate bit/s:
 // aware mode, non-GBR minimum 1 Mbit/s, burst/cburst 32 KiB, quantum 12500,
 // MaxFrame 1514, prio 0, fq_codel limit 1000 target 5 ms interval 100 ms
 // (auto: FIFO where fq_codel is missing), admission Refuse, classifier auto,

@@ -36,7 +36,8 @@ type Config struct {
 	// or keep (leave the module's mode alone unless it is off).
 	MarkMode string `yaml:"mark_mode"`
 	// Classifier forces a classifier kind (auto, fw, bpf; gtpu without
-	// the patch).
+	// the patch): --classifier, or policy.classifier in the file. A kind
+	// other than auto here wins over policy.classifier.
 	Classifier string `yaml:"classifier"`
 	// MetricsAddr is the Prometheus listen address (loopback by default;
 	// "off" disables it).
@@ -50,30 +51,9 @@ type Config struct {
 	LockDir string `yaml:"lock_dir"`
 	// LogLevel is logrus's level (debug, info, warn, error).
 	LogLevel string `yaml:"log_level"`
-	// Policy holds the planner's knobs, shared with `gtpqos apply`.
-	Policy PolicyConfig `yaml:"policy"`
-}
-
-// PolicyConfig is the YAML form of the shaper's policy (link rate aside).
-// Empty fields keep the seed's defaults (shaper.DefaultPolicy).
-type PolicyConfig struct {
-	// Mode is aware (default) or static.
-	Mode string `yaml:"mode"`
-	// NonGBRMin is a non-GBR flow's class rate (1mbit).
-	NonGBRMin string `yaml:"non_gbr_min"`
-	// DefaultRate is the default class's rate (non_gbr_min).
-	DefaultRate string `yaml:"default_rate"`
-	// Burst and CBurst are every class's buckets (32k).
-	Burst  string `yaml:"burst"`
-	CBurst string `yaml:"cburst"`
-	// Quantum is the DRR quantum in bytes (12500).
-	Quantum uint32 `yaml:"quantum"`
-	// MaxFrame is the largest frame in bytes (1514).
-	MaxFrame uint32 `yaml:"max_frame"`
-	// Admission is refuse (default) or clamp.
-	Admission string `yaml:"admission"`
-	// Leaf is auto (default), fq_codel or fifo.
-	Leaf string `yaml:"leaf"`
+	// Policy holds the planner's knobs in the same form as a flows file's
+	// policy section.
+	Policy shaper.PolicyYAML `yaml:"policy"`
 }
 
 // Duration is a time.Duration written as "2s" in YAML.
@@ -107,7 +87,7 @@ func DefaultConfig() Config {
 }
 
 // yamlWhere says where the config's types sit, for unknown keys.
-var yamlWhere = map[string]string{"Config": "at top level", "PolicyConfig": "in policy"}
+var yamlWhere = map[string]string{"Config": "at top level", "PolicyYAML": "in policy"}
 
 // LoadConfig reads a YAML config file over DefaultConfig. Unknown keys are
 // errors naming the key and line.
@@ -140,62 +120,22 @@ func (c Config) Policies() (dl, ul shaper.Policy, err error) {
 			return dl, ul, fmt.Errorf("n6 link rate: %w", err)
 		}
 	}
-	if dl, err = c.Policy.policy(dlRate, c.Classifier); err != nil {
+	if dl, err = c.policy(dlRate); err != nil {
 		return dl, ul, err
 	}
-	ul, err = c.Policy.policy(ulRate, c.Classifier)
+	ul, err = c.policy(ulRate)
 	return dl, ul, err
 }
 
-func (p PolicyConfig) policy(link uint64, classifier string) (shaper.Policy, error) {
+// policy is DefaultPolicy(link) with the config's policy section applied.
+func (c Config) policy(link uint64) (shaper.Policy, error) {
 	pol := shaper.DefaultPolicy(link)
-	var err error
-	if pol.Mode, err = shaper.ParseMode(p.Mode); err != nil {
-		return pol, fmt.Errorf("policy mode: %w", err)
+	py := c.Policy
+	if c.Classifier != "" && c.Classifier != string(shaper.KindAuto) {
+		py.Classifier = c.Classifier
 	}
-	if pol.Admission, err = shaper.ParseAdmission(p.Admission); err != nil {
-		return pol, fmt.Errorf("policy admission: %w", err)
-	}
-	if pol.Leaf.Kind, err = shaper.ParseLeafKind(p.Leaf); err != nil {
-		return pol, fmt.Errorf("policy leaf: %w", err)
-	}
-	if pol.Classifier, err = shaper.ParseClassifierKind(classifier); err != nil {
-		return pol, fmt.Errorf("classifier: %w", err)
-	}
-	rates := []struct {
-		name string
-		s    string
-		dst  *uint64
-	}{{"non_gbr_min", p.NonGBRMin, &pol.NonGBRMin}, {"default_rate", p.DefaultRate, &pol.DefaultRate}}
-	for _, r := range rates {
-		if r.s == "" {
-			continue
-		}
-		if *r.dst, err = shaper.ParseRate(r.s); err != nil {
-			return pol, fmt.Errorf("policy %s: %w", r.name, err)
-		}
-	}
-	if p.NonGBRMin != "" && p.DefaultRate == "" {
-		pol.DefaultRate = pol.NonGBRMin
-	}
-	sizes := []struct {
-		name string
-		s    string
-		dst  *uint32
-	}{{"burst", p.Burst, &pol.Burst}, {"cburst", p.CBurst, &pol.CBurst}}
-	for _, z := range sizes {
-		if z.s == "" {
-			continue
-		}
-		if *z.dst, err = shaper.ParseSize(z.s); err != nil {
-			return pol, fmt.Errorf("policy %s: %w", z.name, err)
-		}
-	}
-	if p.Quantum != 0 {
-		pol.Quantum = p.Quantum
-	}
-	if p.MaxFrame != 0 {
-		pol.MaxFrame = p.MaxFrame
+	if err := py.Apply(&pol); err != nil {
+		return pol, fmt.Errorf("policy: %w", err)
 	}
 	return pol, nil
 }

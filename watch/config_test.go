@@ -114,3 +114,138 @@ func TestConfigUnknownKeysOneLine(t *testing.T) {
 		t.Errorf("err = %q, want %q", err, want)
 	}
 }
+
+// TestConfigLegacyKeysMapToFlowsFilePolicy: a watch config written for the
+// old schema (numeric quantum and max_frame, classifier at top level)
+// still loads, and gives the same Policy as a flows file's policy section
+// (the one schema both share) with the same knobs.
+func TestConfigLegacyKeysMapToFlowsFilePolicy(t *testing.T) {
+	cases := []struct{ config, flows string }{
+		{
+			config: "n3: a\nlink_rate: 30mbit\nclassifier: bpf\npolicy:\n  quantum: 12500\n  max_frame: 1514\n",
+			flows:  "link: 30mbit\npolicy:\n  quantum: 12500\n  max_frame: 1514\n  classifier: bpf\n",
+		},
+		{
+			config: "n3: a\nlink_rate: 30mbit\nclassifier: fw\npolicy:\n  quantum: 20000\n  max_frame: 9000\n  burst: 64k\n  admission: clamp\n",
+			flows:  "link: 30mbit\npolicy:\n  quantum: \"20000\"\n  max_frame: \"9000\"\n  burst: 64k\n  admission: clamp\n  classifier: fw\n",
+		},
+		{
+			// policy.classifier in the config, top-level classifier left
+			// at its default (auto): the policy's wins.
+			config: "n3: a\nlink_rate: 30mbit\npolicy:\n  classifier: bpf\n",
+			flows:  "link: 30mbit\npolicy:\n  classifier: bpf\n",
+		},
+		{
+			// A top-level kind other than auto wins over policy.classifier.
+			config: "n3: a\nlink_rate: 30mbit\nclassifier: fw\npolicy:\n  classifier: bpf\n",
+			flows:  "link: 30mbit\npolicy:\n  classifier: fw\n",
+		},
+	}
+	for _, c := range cases {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(p, []byte(c.config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(p)
+		if err != nil {
+			t.Errorf("config %q: %v", c.config, err)
+			continue
+		}
+		dl, ul, err := cfg.Policies()
+		if err != nil {
+			t.Errorf("config %q: policies: %v", c.config, err)
+			continue
+		}
+		ff, err := shaper.ParseFlowsFile("flows.yaml", []byte(c.flows))
+		if err != nil {
+			t.Fatalf("flows file %q: %v", c.flows, err)
+		}
+		if dl != ff.Policy || ul != ff.Policy {
+			t.Errorf("config %q:\n dl %+v\n ul %+v\nwant the flows file's %+v", c.config, dl, ul, ff.Policy)
+		}
+	}
+	// And the legacy values themselves.
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(cases[1].config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl, _, err := cfg.Policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dl.Quantum != 20000 || dl.MaxFrame != 9000 || dl.Burst != 64*1024 || dl.Admission != shaper.Clamp || dl.Classifier != shaper.KindFw {
+		t.Fatalf("legacy config gave %+v", dl)
+	}
+}
+
+// TestDaemonReloadSetsPoliciesOnNextApply is SIGHUP in `gtpqos watch`: a
+// re-read config's rates and policy reach the next Apply of each device
+// (through a full resync), the classification mode stays the daemon's,
+// device changes are noted as needing a restart, and a config that does
+// not load leaves the running policies in place.
+func TestDaemonReloadSetsPoliciesOnNextApply(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.N3, cfg.N6, cfg.LinkRate = "n3", "n6", "30mbit"
+	dlPol, ulPol, err := cfg.Policies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As on stock gtp5g: the daemon classifies by GTP-U header.
+	dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
+	src := newScriptedSource()
+	up := flow(2, 1, 9, 0, 2e6)
+	up.Direction = shaper.Uplink
+	src.set(1, flow(1, 1, 2, 0, 5e6))
+	src.set(2, up)
+	dl, ul := &fakeBackend{dev: "n3"}, &fakeBackend{dev: "n6"}
+	eng := startEngine(t, Options{Source: src, Downlink: dl, DownlinkPolicy: dlPol, Uplink: ul, UplinkPolicy: ulPol, Resync: time.Hour})
+	d := &Daemon{cfg: cfg, eng: eng}
+	eventually(t, 5*time.Second, "start", func() bool { _, n := dl.state(); _, m := ul.state(); return n >= 1 && m >= 1 })
+	if got := dl.policy(); got.LinkRate != 30e6 {
+		t.Fatalf("before reload: link %d", got.LinkRate)
+	}
+
+	cfg2 := cfg
+	cfg2.LinkRate, cfg2.N6LinkRate = "50mbit", "20mbit"
+	cfg2.Policy.NonGBRMin = "2mbit"
+	cfg2.Classifier = "bpf" // the file cannot change the classification mode
+	note, err := d.Reload(cfg2)
+	if err != nil || note != "" {
+		t.Fatalf("reload: note %q, err %v", note, err)
+	}
+	eventually(t, 5*time.Second, "the reloaded policies applied", func() bool {
+		return dl.policy().LinkRate == 50e6 && ul.policy().LinkRate == 20e6
+	})
+	if got := dl.policy(); got.NonGBRMin != 2e6 || got.DefaultRate != 2e6 || got.Classifier != shaper.KindGTPU {
+		t.Fatalf("after reload: downlink policy %+v; want non_gbr_min 2mbit and classifier gtpu kept", got)
+	}
+	if got := ul.policy(); got.Classifier != shaper.KindGTPU {
+		t.Fatalf("after reload: uplink classifier %s, want gtpu kept", got.Classifier)
+	}
+	if resyncs, _ := dl.counts(); resyncs != 2 {
+		t.Errorf("Backend.Resync called %d times, want 2 (start, reload)", resyncs)
+	}
+
+	// A config that does not give policies is refused; the running ones
+	// stay.
+	bad := cfg2
+	bad.LinkRate = "lots"
+	if _, err := d.Reload(bad); err == nil {
+		t.Fatal("reload of a config with a bad link rate succeeded")
+	}
+	if got, _ := eng.Policy(shaper.Downlink); got.LinkRate != 50e6 {
+		t.Fatalf("after a bad reload: link %d, want 50mbit kept", got.LinkRate)
+	}
+
+	// Devices need a restart: said, rates applied anyway.
+	moved := cfg2
+	moved.N3, moved.LinkRate = "n3b", "40mbit"
+	if note, err := d.Reload(moved); err != nil || !strings.Contains(note, "restart") {
+		t.Fatalf("reload with another device: note %q, err %v; want a note that it needs a restart", note, err)
+	}
+	eventually(t, 5*time.Second, "rates applied after a device change", func() bool { return dl.policy().LinkRate == 40e6 })
+}

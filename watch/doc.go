@@ -1,13 +1,15 @@
-// Package watch is the engine of the `gtpqos watch` daemon: it keeps the
-// HTB trees on N3 egress (downlink) and N6 egress (uplink) in step with the
-// QoS rules gtp5g holds, live.
+// Package watch is the `gtpqos watch` daemon: its engine, which keeps the
+// trees on N3 egress (downlink) and N6 egress (uplink) in step with the
+// QoS rules gtp5g holds, live, and its construction from a Config (Start:
+// gtp5g's features decide the mode, the mark mode is set and repaired
+// after a module reload, a SIGHUP reload applies new policies).
 //
-// The engine talks to the world through two narrow interfaces defined here,
-// so it can be driven by a scripted fake in tests:
+// The engine talks to the world through narrow interfaces, so it can be
+// driven by a scripted fake in tests:
 //
 //   - a Source yields the QoS view (shaper flows) on demand and, when the
 //     gtp5g patch is present, change events (otherwise the engine polls);
-//   - an Applier per device plans and reconciles one tree from a flow list.
+//   - a shaper.Backend per device plans and enforces one device's flows.
 //
 // Events only say which session changed: the engine always re-reads the
 // truth from the Source, so duplicates, reordering (delete before add) and
@@ -16,5 +18,6 @@
 // events arrive while a reconcile runs, the next reconcile handles them all.
 //
 // The package does not log: it reports what it did through an Observer, and
-// cmd/gtpqos turns that into log lines.
+// cmd/gtpqos turns that into log lines. It may import gtpnl, qosview, the
+// model and shaper/backends (never a backend directly).
 package watch

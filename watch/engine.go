@@ -25,10 +25,14 @@ const (
 type Options struct {
 	// Source yields the flows and, if it can, change events. Required.
 	Source Source
-	// Downlink reconciles the downlink tree (N3 egress); nil for none.
-	Downlink Applier
-	// Uplink reconciles the uplink tree (N6 egress); nil for none.
-	Uplink Applier
+	// Downlink enforces the downlink flows (N3 egress); nil for none.
+	Downlink shaper.Backend
+	// DownlinkPolicy is the policy downlink plans follow.
+	DownlinkPolicy shaper.Policy
+	// Uplink enforces the uplink flows (N6 egress); nil for none.
+	Uplink shaper.Backend
+	// UplinkPolicy is the policy uplink plans follow.
+	UplinkPolicy shaper.Policy
 	// Poll is the snapshot interval when the source has no events
 	// (default DefaultPoll).
 	Poll time.Duration
@@ -45,11 +49,17 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// device is one Applier with the direction of the flows it shapes.
+// device is one backend with the direction of the flows it shapes.
 type device struct {
 	dir      shaper.Direction
-	ap       Applier
+	be       shaper.Backend
 	problems string // last reported problem set, to report changes only
+
+	// mu guards pol (replaced by SetPolicies) and classes (the last
+	// report's classes, read by metrics scrapes).
+	mu      sync.Mutex
+	pol     shaper.Policy
+	classes []shaper.ClassState
 }
 
 // pending is the work the event pump has queued for the engine.
@@ -85,7 +95,7 @@ func New(opt Options) (*Engine, error) {
 		return nil, errors.New("watch: no source")
 	}
 	if opt.Downlink == nil && opt.Uplink == nil {
-		return nil, errors.New("watch: no device to shape (need a downlink or an uplink applier)")
+		return nil, errors.New("watch: no device to shape (need a downlink or an uplink backend)")
 	}
 	if opt.Poll <= 0 {
 		opt.Poll = DefaultPoll
@@ -107,12 +117,40 @@ func New(opt Options) (*Engine, error) {
 		e.obs = nopObserver{}
 	}
 	if opt.Downlink != nil {
-		e.devs = append(e.devs, &device{dir: shaper.Downlink, ap: opt.Downlink})
+		e.devs = append(e.devs, &device{dir: shaper.Downlink, be: opt.Downlink, pol: opt.DownlinkPolicy})
 	}
 	if opt.Uplink != nil {
-		e.devs = append(e.devs, &device{dir: shaper.Uplink, ap: opt.Uplink})
+		e.devs = append(e.devs, &device{dir: shaper.Uplink, be: opt.Uplink, pol: opt.UplinkPolicy})
+	}
+	if opt.Metrics != nil {
+		for _, d := range e.devs {
+			opt.Metrics.watchClasses(d)
+		}
 	}
 	return e, nil
+}
+
+// SetPolicies replaces the devices' policies (a config reload); the next
+// reconcile of each device uses them. Call RequestResync to apply them at
+// once.
+func (e *Engine) SetPolicies(dl, ul shaper.Policy) {
+	for _, d := range e.devs {
+		d.mu.Lock()
+		d.pol = map[shaper.Direction]shaper.Policy{shaper.Downlink: dl, shaper.Uplink: ul}[d.dir]
+		d.mu.Unlock()
+	}
+}
+
+// Policy returns the policy the device of direction dir plans with.
+func (e *Engine) Policy(dir shaper.Direction) (shaper.Policy, bool) {
+	for _, d := range e.devs {
+		if d.dir == dir {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return d.pol, true
+		}
+	}
+	return shaper.Policy{}, false
 }
 
 // Polling reports whether the engine fell back to polling because the
@@ -136,8 +174,8 @@ func (e *Engine) RequestResync(reason string) {
 func (e *Engine) Cleanup(ctx context.Context) error {
 	var errs []error
 	for _, d := range e.devs {
-		if err := d.ap.Remove(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("remove tree on %s: %w", d.ap.Dev(), err))
+		if _, err := d.be.Reset(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("remove tree on %s: %w", d.be.Dev(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -175,79 +213,26 @@ func (e *Engine) take() pending {
 // Order at start-up (and after a lost subscription): subscribe to events
 // first, then dump, so no change falls between the two.
 func (e *Engine) Run(ctx context.Context) error {
-	resync := time.NewTicker(e.opt.Resync)
-	defer resync.Stop()
-	var (
-		pollC      <-chan time.Time
-		poll       *time.Ticker
-		retryC     <-chan time.Time
-		first                         = true
-		subNow                        = true  // subscribe at the top of the loop
-		waitingSub                    = false // subscription lost or failed: retry after a wait
-		subCancel  context.CancelFunc = func() {}
-	)
-	defer func() {
-		subCancel()
-		if poll != nil {
-			poll.Stop()
-		}
-	}()
+	l := &runLoop{e: e, resync: time.NewTicker(e.opt.Resync), first: true, subNow: true, subCancel: func() {}}
+	defer l.stop()
 	e.RequestResync("start")
 	for {
-		if subNow {
-			subNow = false
-			subCancel()
-			var err error
-			subCancel, err = e.subscribe(ctx)
-			switch {
-			case err == nil, errors.Is(err, ErrEventsNotSupported):
-				polling := err != nil
-				waitingSub = false
-				e.recover("events")
-				e.setPolling(polling)
-				if polling && poll == nil {
-					poll = time.NewTicker(e.opt.Poll)
-					pollC = poll.C
-				} else if !polling && poll != nil {
-					poll.Stop()
-					poll, pollC = nil, nil
-				}
-				if !first {
-					e.RequestResync("reconnect")
-				}
-			default:
-				e.degrade("events", err)
-				waitingSub = true
-			}
-			first = false
+		if l.subNow {
+			l.subscribe(ctx)
 		}
-		if waitingSub && retryC == nil {
-			retryC = time.After(e.opt.Retry)
+		if l.waitingSub && l.retryC == nil {
+			l.retryC = time.After(e.opt.Retry)
 		}
-		select {
-		case <-ctx.Done():
+		if done, again := l.wait(ctx); done {
 			return nil
-		case <-e.trigger:
-		case <-pollC:
-			e.mu.Lock()
-			e.markFull("") // a poll is silent unless it changes something
-			e.mu.Unlock()
-			e.opt.Metrics.poll()
-		case <-resync.C:
-			e.RequestResync("periodic")
-		case <-retryC:
-			retryC = nil
-			if waitingSub {
-				subNow = true
-				continue // subscribe again, then resync
-			}
-			e.RequestResync("retry")
+		} else if again {
+			continue
 		}
 		p := e.take()
 		if p.lost {
 			// The subscription ended (gtp5g unloaded?): wait, subscribe
 			// again, then dump, as at start-up.
-			waitingSub = true
+			l.waitingSub = true
 			e.opt.Metrics.failed("events")
 			continue
 		}
@@ -263,11 +248,89 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.mu.Lock()
 			e.markFull("retry")
 			e.mu.Unlock()
-			if retryC == nil {
-				retryC = time.After(e.opt.Retry)
+			if l.retryC == nil {
+				l.retryC = time.After(e.opt.Retry)
 			}
 		}
 	}
+}
+
+// runLoop is Run's state: timers and the event subscription.
+type runLoop struct {
+	e          *Engine
+	resync     *time.Ticker
+	poll       *time.Ticker
+	pollC      <-chan time.Time
+	retryC     <-chan time.Time
+	first      bool // no subscription made yet
+	subNow     bool // subscribe at the top of the loop
+	waitingSub bool // subscription lost or failed: retry after a wait
+	subCancel  context.CancelFunc
+}
+
+func (l *runLoop) stop() {
+	l.resync.Stop()
+	l.subCancel()
+	if l.poll != nil {
+		l.poll.Stop()
+	}
+}
+
+// subscribe (re)starts the event subscription, falling back to polling
+// when the source has no events; a reconnect asks for a full resync.
+func (l *runLoop) subscribe(ctx context.Context) {
+	e := l.e
+	l.subNow = false
+	l.subCancel()
+	var err error
+	l.subCancel, err = e.subscribe(ctx)
+	switch {
+	case err == nil, errors.Is(err, ErrEventsNotSupported):
+		polling := err != nil
+		l.waitingSub = false
+		e.recover("events")
+		e.setPolling(polling)
+		if polling && l.poll == nil {
+			l.poll = time.NewTicker(e.opt.Poll)
+			l.pollC = l.poll.C
+		} else if !polling && l.poll != nil {
+			l.poll.Stop()
+			l.poll, l.pollC = nil, nil
+		}
+		if !l.first {
+			e.RequestResync("reconnect")
+		}
+	default:
+		e.degrade("events", err)
+		l.waitingSub = true
+	}
+	l.first = false
+}
+
+// wait blocks until there is work; done means ctx ended, again that the
+// loop must go round without taking work (to subscribe again).
+func (l *runLoop) wait(ctx context.Context) (done, again bool) {
+	e := l.e
+	select {
+	case <-ctx.Done():
+		return true, false
+	case <-e.trigger:
+	case <-l.pollC:
+		e.mu.Lock()
+		e.markFull("") // a poll is silent unless it changes something
+		e.mu.Unlock()
+		e.opt.Metrics.poll()
+	case <-l.resync.C:
+		e.RequestResync("periodic")
+	case <-l.retryC:
+		l.retryC = nil
+		if l.waitingSub {
+			l.subNow = true
+			return false, true // subscribe again, then resync
+		}
+		e.RequestResync("retry")
+	}
+	return false, false
 }
 
 func (e *Engine) setPolling(v bool) {
@@ -347,9 +410,7 @@ func (e *Engine) sync(ctx context.Context, p pending) error {
 			// A resync with a reason also reads the devices' trees
 			// back (drift repair); a silent poll trusts the last write.
 			for _, d := range e.devs {
-				if f, ok := d.ap.(Forgetter); ok {
-					f.Forget()
-				}
+				d.be.Resync()
 			}
 		}
 	} else {
@@ -376,20 +437,27 @@ func (e *Engine) applyAll(ctx context.Context) error {
 	var errs []error
 	for _, d := range e.devs {
 		flows := e.flowsFor(d.dir)
+		d.mu.Lock()
+		pol := d.pol
+		d.mu.Unlock()
 		start := time.Now()
-		res, err := d.ap.Apply(ctx, flows)
+		rep, err := d.be.Apply(ctx, flows, pol, shaper.ApplyOptions{})
 		took := time.Since(start)
-		e.opt.Metrics.applied(d.ap.Dev(), res, took, err)
+		dev := d.be.Dev()
+		e.opt.Metrics.applied(dev, rep, took, err)
 		if err != nil {
-			e.degrade(d.ap.Dev(), err)
+			e.degrade(dev, err)
 			errs = append(errs, err)
 			continue
 		}
-		e.recover(d.ap.Dev())
-		e.obs.Applied(d.ap.Dev(), res, took)
-		if key := problemKey(res.Problems); key != d.problems {
+		d.mu.Lock()
+		d.classes = rep.Classes
+		d.mu.Unlock()
+		e.recover(dev)
+		e.obs.Applied(dev, rep, took)
+		if key := problemKey(rep.Problems); key != d.problems {
 			d.problems = key
-			e.obs.Problems(d.ap.Dev(), res.Problems)
+			e.obs.Problems(dev, rep.Problems)
 		}
 	}
 	return errors.Join(errs...)
@@ -405,15 +473,7 @@ func (e *Engine) flowsFor(dir shaper.Direction) []shaper.Flow {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b shaper.Flow) int {
-		if a.ID.SEID != b.ID.SEID {
-			if a.ID.SEID < b.ID.SEID {
-				return -1
-			}
-			return 1
-		}
-		return int(int64(a.ID.QERID) - int64(b.ID.QERID))
-	})
+	slices.SortFunc(out, func(a, b shaper.Flow) int { return shaper.CompareFlowID(a.ID, b.ID) })
 	return out
 }
 
@@ -441,7 +501,7 @@ func groupBySession(flows []shaper.Flow) map[uint64][]shaper.Flow {
 	return m
 }
 
-func problemKey(ps []Problem) string {
+func problemKey(ps []shaper.Problem) string {
 	var s string
 	for _, p := range ps {
 		s += p.String() + "\n"

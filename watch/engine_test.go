@@ -1,8 +1,8 @@
 package watch
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +21,7 @@ func downlinkOf(flows []shaper.Flow) []shaper.Flow {
 	return out
 }
 
-func converged(src *scriptedSource, ap *fakeApplier) func() bool {
+func converged(src *scriptedSource, ap *fakeBackend) func() bool {
 	return func() bool {
 		got, _ := ap.state()
 		return slices.Equal(got, downlinkOf(src.all())) && got != nil
@@ -34,7 +34,7 @@ func TestEngineAppliesStartSnapshotAndSplitsDirections(t *testing.T) {
 	up.Direction = shaper.Uplink
 	src.set(1, flow(1, 1, 2, 15e6, 18e6), flow(1, 2, 3, 5e6, 6e6))
 	src.set(2, up)
-	dl, ul := &fakeApplier{dev: "n3"}, &fakeApplier{dev: "n6"}
+	dl, ul := &fakeBackend{dev: "n3"}, &fakeBackend{dev: "n6"}
 	startEngine(t, Options{Source: src, Downlink: dl, Uplink: ul, Resync: time.Hour})
 	eventually(t, 5*time.Second, "both trees applied", func() bool {
 		d, _ := dl.state()
@@ -50,7 +50,7 @@ func TestEngineAppliesStartSnapshotAndSplitsDirections(t *testing.T) {
 
 func TestEngineStormDuplicatesAndReorderConverge(t *testing.T) {
 	src := newScriptedSource()
-	ap := &fakeApplier{dev: "n3"}
+	ap := &fakeBackend{dev: "n3"}
 	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour})
 	eventually(t, 5*time.Second, "start", func() bool { _, c := ap.state(); return c >= 1 })
 	for i := range 300 {
@@ -77,7 +77,7 @@ func TestEngineStormDuplicatesAndReorderConverge(t *testing.T) {
 
 func TestEngineCoalescesBurst(t *testing.T) {
 	src := newScriptedSource()
-	ap := &fakeApplier{dev: "n3", gate: make(chan struct{})}
+	ap := &fakeBackend{dev: "n3", gate: make(chan struct{})}
 	m := NewMetrics()
 	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour, Metrics: m})
 	ap.gate <- struct{}{} // let the start-up apply through
@@ -114,7 +114,7 @@ func TestEngineCoalescesBurst(t *testing.T) {
 
 func TestEngineLostEventsTriggerFullResync(t *testing.T) {
 	src := newScriptedSource()
-	ap := &fakeApplier{dev: "n3"}
+	ap := &fakeBackend{dev: "n3"}
 	obs := &recObserver{}
 	m := NewMetrics()
 	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour, Observer: obs, Metrics: m})
@@ -133,12 +133,18 @@ func TestEngineLostEventsTriggerFullResync(t *testing.T) {
 	if got := counterValue(t, m, "gtpqos_resyncs_total", "lost-events"); got != 1 {
 		t.Fatalf("gtpqos_resyncs_total{reason=lost-events} = %v, want 1", got)
 	}
+	// The start and the resync for the lost events both made the backend
+	// read its device back (drift repair), instead of trusting its last
+	// write.
+	if resyncs, _ := ap.counts(); resyncs != 2 {
+		t.Fatalf("Backend.Resync called %d times, want 2 (start, lost events)", resyncs)
+	}
 }
 
 func TestEnginePollsWithoutEvents(t *testing.T) {
 	src := newScriptedSource()
 	src.noEvents = true
-	ap := &fakeApplier{dev: "n3"}
+	ap := &fakeBackend{dev: "n3"}
 	obs := &recObserver{}
 	e := startEngine(t, Options{Source: src, Downlink: ap, Poll: 20 * time.Millisecond, Resync: time.Hour, Observer: obs})
 	src.set(3, flow(3, 1, 1, 1e6, 2e6))
@@ -152,6 +158,10 @@ func TestEnginePollsWithoutEvents(t *testing.T) {
 	}
 	if o := obs.snapshot(); len(o.resyncs) != 1 || o.resyncs[0] != "start" {
 		t.Fatalf("resyncs reported %q, want only [start]: polls must be silent", o.resyncs)
+	}
+	// Polls trust the backend's last write: only the start read it back.
+	if resyncs, _ := ap.counts(); resyncs != 1 {
+		t.Fatalf("Backend.Resync called %d times over several polls, want once (start)", resyncs)
 	}
 	// gtp5g unloaded for several polls: one outage report, no per-poll
 	// retry reports, and the change made meanwhile is picked up after.
@@ -169,7 +179,7 @@ func TestEnginePollsWithoutEvents(t *testing.T) {
 func TestEngineWaitsForSourceToComeBack(t *testing.T) {
 	src := newScriptedSource()
 	src.setFail(errGone)
-	ap := &fakeApplier{dev: "n3"}
+	ap := &fakeBackend{dev: "n3"}
 	obs := &recObserver{}
 	startEngine(t, Options{Source: src, Downlink: ap, Retry: 20 * time.Millisecond, Resync: time.Hour, Observer: obs})
 	time.Sleep(150 * time.Millisecond)
@@ -202,7 +212,7 @@ func TestEngineWaitsForSourceToComeBack(t *testing.T) {
 func TestEngineRetriesFailingDevice(t *testing.T) {
 	src := newScriptedSource()
 	src.set(1, flow(1, 1, 1, 1e6, 2e6))
-	ap := &fakeApplier{dev: "n3", fail: errors.New("link n3 not found")}
+	ap := &fakeBackend{dev: "n3", fail: errors.New("link n3 not found")}
 	obs := &recObserver{}
 	startEngine(t, Options{Source: src, Downlink: ap, Retry: 20 * time.Millisecond, Resync: time.Hour, Observer: obs})
 	eventually(t, 5*time.Second, "several attempts", func() bool { _, c := ap.state(); return c >= 3 })
@@ -216,7 +226,7 @@ func TestEngineRetriesFailingDevice(t *testing.T) {
 
 func TestEngineUsesSessionReadsForEvents(t *testing.T) {
 	src := newScriptedSource()
-	ap := &fakeApplier{dev: "n3"}
+	ap := &fakeBackend{dev: "n3"}
 	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour})
 	eventually(t, 5*time.Second, "start", func() bool { _, c := ap.state(); return c >= 1 })
 	_, snaps0, _ := src.counts()
@@ -231,7 +241,7 @@ func TestEngineUsesSessionReadsForEvents(t *testing.T) {
 }
 
 func TestNewRejectsMissingParts(t *testing.T) {
-	if _, err := New(Options{Downlink: &fakeApplier{}}); err == nil {
+	if _, err := New(Options{Downlink: &fakeBackend{}}); err == nil {
 		t.Error("New without a source succeeded")
 	}
 	if _, err := New(Options{Source: newScriptedSource()}); err == nil {
@@ -239,14 +249,102 @@ func TestNewRejectsMissingParts(t *testing.T) {
 	}
 }
 
+// TestChangeAndProblemStrings checks the lines an Observer logs for a
+// backend's changes and the planner's problems.
 func TestChangeAndProblemStrings(t *testing.T) {
-	c := Change{Op: "add", Object: "class", Class: "1:10", Flow: shaper.FlowID{SEID: 5, QERID: 2}, QFI: 9, Detail: "rate 1Mbit"}
+	c := shaper.Change{Op: "add", Object: "class", Class: "1:10", Role: shaper.RoleFlow,
+		Flow: shaper.FlowID{SEID: 5, QERID: 2}, QFI: 9, Detail: "rate 1Mbit"}
 	if got, want := c.String(), "add class 1:10 seid=5 qer=2 qfi=9: rate 1Mbit"; got != want {
 		t.Errorf("Change.String() = %q, want %q", got, want)
 	}
-	p := Problem{Flow: shaper.FlowID{SEID: 5, QERID: 2}, QFI: 9, Msg: "MBR below GBR"}
-	if got, want := p.String(), "seid=5 qer=2 qfi=9: MBR below GBR"; got != want {
+	s := shaper.Change{Op: "delete", Object: "class", Class: "1:11", Role: shaper.RoleSession, Flow: shaper.FlowID{SEID: 5}, Detail: "session"}
+	if got, want := s.String(), "delete class 1:11 seid=5: session"; got != want {
+		t.Errorf("session Change.String() = %q, want %q", got, want)
+	}
+	p := shaper.Problem{Kind: shaper.MBRBelowGBR, Severity: shaper.Error, Flow: shaper.FlowID{SEID: 5, QERID: 2},
+		Name: "flow seid=5 qer=2", Field: "mbr", Detail: "MBR below GBR"}
+	if got, want := p.String(), "error: flow seid=5 qer=2: mbr: MBR below GBR"; got != want {
 		t.Errorf("Problem.String() = %q, want %q", got, want)
 	}
-	_ = fmt.Sprint
+}
+
+// TestEngineSetPoliciesReachNextApply: each device plans with its own
+// policy, and a policy set while running (SIGHUP) reaches the next Apply
+// of each device, with a full resync when asked.
+func TestEngineSetPoliciesReachNextApply(t *testing.T) {
+	src := newScriptedSource()
+	up := flow(2, 1, 9, 0, 2e6)
+	up.Direction = shaper.Uplink
+	src.set(1, flow(1, 1, 2, 15e6, 18e6))
+	src.set(2, up)
+	dl, ul := &fakeBackend{dev: "n3"}, &fakeBackend{dev: "n6"}
+	dlPol, ulPol := shaper.DefaultPolicy(30e6), shaper.DefaultPolicy(10e6)
+	obs := &recObserver{}
+	m := NewMetrics()
+	e := startEngine(t, Options{Source: src, Downlink: dl, DownlinkPolicy: dlPol, Uplink: ul, UplinkPolicy: ulPol,
+		Resync: time.Hour, Observer: obs, Metrics: m})
+	eventually(t, 5*time.Second, "start", func() bool { _, d := dl.state(); _, u := ul.state(); return d >= 1 && u >= 1 })
+	if dl.policy() != dlPol || ul.policy() != ulPol {
+		t.Fatalf("start: downlink planned with %+v, uplink with %+v; want each device's own policy", dl.policy(), ul.policy())
+	}
+	if got, ok := e.Policy(shaper.Uplink); !ok || got != ulPol {
+		t.Fatalf("Policy(uplink) = %+v, %v", got, ok)
+	}
+
+	// A reload: new link rates and a knob changed.
+	dl2, ul2 := shaper.DefaultPolicy(50e6), shaper.DefaultPolicy(20e6)
+	dl2.NonGBRMin, dl2.DefaultRate = 2e6, 2e6
+	ul2.Mode = shaper.Static
+	e.SetPolicies(dl2, ul2)
+	if got, _ := e.Policy(shaper.Downlink); got != dl2 {
+		t.Fatalf("Policy(downlink) after SetPolicies = %+v, want %+v", got, dl2)
+	}
+	resyncs0, _ := dl.counts()
+	e.RequestResync("reload")
+	eventually(t, 5*time.Second, "the new policies applied", func() bool { return dl.policy() == dl2 && ul.policy() == ul2 })
+	if resyncs, _ := dl.counts(); resyncs != resyncs0+1 {
+		t.Errorf("reload resync: Backend.Resync called %d times, want once", resyncs-resyncs0)
+	}
+	if o := obs.snapshot(); !slices.Contains(o.resyncs, "reload") {
+		t.Errorf("resyncs %q: the reload was not reported", o.resyncs)
+	}
+	if got := counterValue(t, m, "gtpqos_resyncs_total", "reload"); got != 1 {
+		t.Errorf("gtpqos_resyncs_total{reason=reload} = %v, want 1", got)
+	}
+
+	// Without an explicit resync, the next event-driven reconcile uses it.
+	dl3 := dl2
+	dl3.Admission = shaper.Clamp
+	e.SetPolicies(dl3, ul2)
+	src.change(1, flow(1, 1, 2, 15e6, 20e6))
+	eventually(t, 5*time.Second, "the next reconcile uses the new policy", func() bool { return dl.policy() == dl3 })
+	if got, _ := dl.state(); len(got) != 1 || got[0].MBR != 20e6 {
+		t.Fatalf("downlink flows %v after the event", got)
+	}
+}
+
+func TestEngineCleanupResetsEveryDevice(t *testing.T) {
+	src := newScriptedSource()
+	src.set(1, flow(1, 1, 2, 15e6, 18e6))
+	dl, ul := &fakeBackend{dev: "n3"}, &fakeBackend{dev: "n6"}
+	e, err := New(Options{Source: src, Downlink: dl, Uplink: ul})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Cleanup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, resets := dl.counts(); resets != 1 {
+		t.Errorf("downlink reset %d times, want 1", resets)
+	}
+	if _, resets := ul.counts(); resets != 1 {
+		t.Errorf("uplink reset %d times, want 1", resets)
+	}
+	e, err = New(Options{Source: src, Downlink: dl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.Policy(shaper.Uplink); ok {
+		t.Errorf("Policy(uplink) of an engine without an uplink device: ok")
+	}
 }

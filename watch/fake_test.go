@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -135,85 +136,142 @@ func (s *scriptedSource) counts() (subs, snapshots, sessions int) {
 	return s.subs, s.snapshots, s.sessions
 }
 
-// fakeApplier records what it was asked to apply.
-type fakeApplier struct {
-	dev   string
-	mu    sync.Mutex
-	last  []shaper.Flow
-	calls int
-	fail  error
-	gate  chan struct{} // if set, Apply waits for a receive on it
+// fakeBackend is a shaper.Backend that records what it was asked to
+// enforce: the flows and the policy of each Apply, and the Resyncs and
+// Resets the engine asks for. Its report lists a link class, a default
+// class and one flow class per flow, with a change whenever the flows
+// changed; its counters say every class sent 100 bytes.
+type fakeBackend struct {
+	dev         string
+	mu          sync.Mutex
+	last        []shaper.Flow
+	pol         shaper.Policy // the last Apply's policy
+	classes     []shaper.ClassState
+	calls       int
+	resyncs     int
+	resets      int
+	fail        error
+	countersErr error
+	gate        chan struct{} // if set, Apply waits for a receive on it
 }
 
-func (a *fakeApplier) Dev() string { return a.dev }
+var _ shaper.Backend = (*fakeBackend)(nil)
 
-func (a *fakeApplier) Apply(ctx context.Context, flows []shaper.Flow) (Result, error) {
+func (a *fakeBackend) Name() string { return "fake" }
+func (a *fakeBackend) Dev() string  { return a.dev }
+
+func (a *fakeBackend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, _ shaper.ApplyOptions) (shaper.Report, error) {
 	if a.gate != nil {
 		select {
 		case <-a.gate:
 		case <-ctx.Done():
-			return Result{}, ctx.Err()
+			return shaper.Report{}, ctx.Err()
 		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls++
+	rep := shaper.Report{Dev: a.dev, Backend: a.Name(), Flows: len(flows)}
 	if a.fail != nil {
-		return Result{}, a.fail
+		return rep, a.fail
 	}
-	var ch []Change
 	if !slices.Equal(a.last, flows) {
-		ch = append(ch, Change{Op: "change", Object: "tree"})
+		rep.Changes = append(rep.Changes, shaper.Change{Op: "change", Object: "tree"})
 	}
-	a.last = slices.Clone(flows)
-	return Result{Changes: ch, Flows: len(flows), Classes: len(flows) + 2}, nil
+	rep.Writes = len(rep.Changes)
+	a.last, a.pol = slices.Clone(flows), pol
+	a.classes = []shaper.ClassState{{Handle: "1:1", Role: shaper.RoleLink}, {Handle: "1:2", Parent: "1:1", Role: shaper.RoleDefault}}
+	for i, f := range flows {
+		a.classes = append(a.classes, shaper.ClassState{Handle: fmt.Sprintf("1:%x", 0x10+i), Parent: "1:1", Role: shaper.RoleFlow,
+			Flow: f.ID, Key: shaper.Key{Mark: f.Mark, TEID: f.TEID, QFI: f.QFI}, Rate: f.GBR, Ceil: f.MBR})
+	}
+	rep.Classes = slices.Clone(a.classes)
+	return rep, nil
 }
 
-func (a *fakeApplier) Remove(ctx context.Context) error {
+func (a *fakeBackend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.last = nil
-	return nil
+	return &shaper.Inspection{Dev: a.dev, Backend: a.Name(), Owned: a.classes != nil, Classes: slices.Clone(a.classes)}, nil
 }
 
-func (a *fakeApplier) Stats(ctx context.Context) ([]ClassStats, error) {
+func (a *fakeBackend) Counters(ctx context.Context) (map[string]shaper.Counters, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []ClassStats
-	for i, f := range a.last {
-		out = append(out, ClassStats{Class: "1:" + string(rune('a'+i)), Flow: f.ID, QFI: f.QFI, Bytes: 100})
+	if a.countersErr != nil {
+		return nil, a.countersErr
+	}
+	out := map[string]shaper.Counters{}
+	for _, c := range a.classes {
+		out[c.Handle] = shaper.Counters{Bytes: 100, Packets: 1}
 	}
 	return out, nil
 }
 
-func (a *fakeApplier) state() ([]shaper.Flow, int) {
+func (a *fakeBackend) Reset(ctx context.Context) ([]string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.resets++
+	a.last, a.classes = nil, nil
+	return []string{"dev " + a.dev + ": removed"}, nil
+}
+
+func (a *fakeBackend) Resync() {
+	a.mu.Lock()
+	a.resyncs++
+	a.mu.Unlock()
+}
+
+func (a *fakeBackend) Close() error { return nil }
+
+func (a *fakeBackend) state() ([]shaper.Flow, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.last), a.calls
 }
 
-func (a *fakeApplier) setFail(err error) {
+// policy returns the policy of the last successful Apply.
+func (a *fakeBackend) policy() shaper.Policy {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pol
+}
+
+// counts returns how many Resyncs and Resets the backend was asked for.
+func (a *fakeBackend) counts() (resyncs, resets int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.resyncs, a.resets
+}
+
+func (a *fakeBackend) setFail(err error) {
 	a.mu.Lock()
 	a.fail = err
 	a.mu.Unlock()
 }
 
-// recObserver records observer calls.
+// recObserver records observer calls, and each device's last report.
 type recObserver struct {
 	mu        sync.Mutex
 	resyncs   []string
 	degraded  []string
 	recovered []string
+	notes     []string
 	problems  int
 	applied   int
+	reports   map[string]shaper.Report
 }
 
-func (o *recObserver) Applied(string, Result, time.Duration) {
+func (o *recObserver) Applied(dev string, rep shaper.Report, _ time.Duration) {
 	o.mu.Lock()
 	o.applied++
+	if o.reports == nil {
+		o.reports = map[string]shaper.Report{}
+	}
+	o.reports[dev] = rep
 	o.mu.Unlock()
 }
-func (o *recObserver) Problems(string, []Problem) {
+func (o *recObserver) Problems(string, []shaper.Problem) {
 	o.mu.Lock()
 	o.problems++
 	o.mu.Unlock()
@@ -233,12 +291,65 @@ func (o *recObserver) Recovered(stage string) {
 	o.recovered = append(o.recovered, stage)
 	o.mu.Unlock()
 }
+func (o *recObserver) Note(msg string) {
+	o.mu.Lock()
+	o.notes = append(o.notes, msg)
+	o.mu.Unlock()
+}
+func (o *recObserver) ViewProblems([]string) {}
 
 func (o *recObserver) snapshot() recObserver {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return recObserver{resyncs: slices.Clone(o.resyncs), degraded: slices.Clone(o.degraded),
-		recovered: slices.Clone(o.recovered), problems: o.problems, applied: o.applied}
+		recovered: slices.Clone(o.recovered), notes: slices.Clone(o.notes), problems: o.problems, applied: o.applied,
+		reports: maps.Clone(o.reports)}
+}
+
+// report returns dev's last successful report.
+func (o *recObserver) report(dev string) (shaper.Report, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	rep, ok := o.reports[dev]
+	return rep, ok
+}
+
+// waitReport waits until dev's last report satisfies cond and returns it.
+// The report is handed over after Apply returned, so what that Apply did
+// (its kernel writes, its reconciler's counts) happened before.
+func (o *recObserver) waitReport(t testing.TB, dev string, timeout time.Duration, what string, cond func(shaper.Report) bool) shaper.Report {
+	t.Helper()
+	var rep shaper.Report
+	eventually(t, timeout, what, func() bool {
+		r, ok := o.report(dev)
+		rep = r
+		return ok && cond(r)
+	})
+	return rep
+}
+
+// flowClasses returns a report's flow classes.
+func flowClasses(rep shaper.Report) []shaper.ClassState {
+	var out []shaper.ClassState
+	for _, c := range rep.Classes {
+		if c.Role == shaper.RoleFlow {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// hasFlows reports whether rep's flow classes are exactly flows'.
+func hasFlows(rep shaper.Report, flows []shaper.Flow) bool {
+	if len(flowClasses(rep)) != len(flows) {
+		return false
+	}
+	for _, f := range flows {
+		if _, ok := rep.FlowClass(f.ID); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // flow builds a downlink flow of session seid.

@@ -2,30 +2,34 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/backends"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
-// stockApplier builds what `gtpqos watch` builds on stock gtp5g: the N3
-// tree classified by the GTP-U (TEID, QFI) BPF classifier.
-func (l *htbLab) stockApplier(t testing.TB) (*ShaperApplier, *gtpu.Classifier, *netlink.Handle) {
+// stockBackend opens what `gtpqos watch` opens on stock gtp5g: the N3
+// backend classified by the GTP-U (TEID, QFI) BPF classifier, and the
+// policy it plans with.
+func (l *htbLab) stockBackend(t testing.TB) (*htb.Backend, shaper.Policy, *backends.Shared, *netlink.Handle) {
 	t.Helper()
 	h, err := netlink.NewHandleAt(l.ns.Handle)
 	if err != nil {
 		t.Fatalf("netlink handle: %v", err)
 	}
 	t.Cleanup(h.Close)
-	gc := gtpu.New(gtpu.Options{N3: l.dev})
+	gc := backends.NewShared(l.dev)
+	be := l.backend(t, backends.Options{Classifier: shaper.KindGTPU, Shared: gc, Direction: shaper.Downlink})
 	pol := l.pol
 	pol.Classifier = shaper.KindGTPU
-	return NewShaperApplier(htb.NewReconciler(h, l.dev, htb.WithClassifier(gc.Downlink())), pol), gc, h
+	return be, pol, gc, h
 }
 
 // stockFlows are downlink flows as qosview yields them on stock gtp5g: no
@@ -50,19 +54,18 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 	for _, f := range stockFlows() {
 		src.set(f.ID.SEID, append(src.truth[f.ID.SEID], f)...)
 	}
-	ap1, gc1, h1 := l.stockApplier(t)
-	e1, err := New(Options{Source: src, Downlink: ap1, Poll: 50 * time.Millisecond, Resync: time.Hour})
+	be1, pol, gc1, h1 := l.stockBackend(t)
+	obs1 := &recObserver{}
+	e1, err := New(Options{Source: src, Downlink: be1, DownlinkPolicy: pol, Poll: 50 * time.Millisecond, Resync: time.Hour, Observer: obs1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx1, stop1 := context.WithCancel(context.Background())
 	done1 := make(chan error, 1)
 	go func() { done1 <- e1.Run(ctx1) }()
-	eventually(t, 10*time.Second, "stock tree installed", func() bool {
-		tr := ap1.Tree()
-		return tr != nil && len(tr.FlowClasses()) == len(stockFlows())
+	first := obs1.waitReport(t, l.dev, 10*time.Second, "stock tree installed", func(r shaper.Report) bool {
+		return hasFlows(r, stockFlows())
 	})
-	first := ap1.Tree()
 	stop1()
 	if err := <-done1; err != nil {
 		t.Fatal(err)
@@ -72,19 +75,19 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 
 	// A new daemon with a new classifier instance adopts the classes and
 	// the attached program's map.
-	ap2, gc2, h2 := l.stockApplier(t)
+	be2, pol, gc2, h2 := l.stockBackend(t)
 	t.Cleanup(func() { _ = gc2.Close(h2) })
 	log := &changeLog{}
-	startEngine(t, Options{Source: src, Downlink: ap2, Poll: 50 * time.Millisecond, Resync: time.Hour, Observer: log})
+	startEngine(t, Options{Source: src, Downlink: be2, DownlinkPolicy: pol, Poll: 50 * time.Millisecond, Resync: time.Hour, Observer: log})
 	eventually(t, 10*time.Second, "second daemon's first reconcile", func() bool { return log.snapshot().applied >= 1 })
 	if ops := log.classOps(); len(ops) != 0 {
 		t.Fatalf("restart on stock gtp5g touched classes: %q", ops)
 	}
-	second := ap2.Tree()
+	second, _ := log.report(l.dev)
 	for _, f := range stockFlows() {
 		a, ok1 := first.FlowClass(f.ID)
 		b, ok2 := second.FlowClass(f.ID)
-		if !ok1 || !ok2 || a.Minor != b.Minor {
+		if !ok1 || !ok2 || a.Handle != b.Handle {
 			t.Fatalf("flow %s: class %v before restart, %v after (want the same)", f.ID, a, b)
 		}
 	}
@@ -94,7 +97,7 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binds, err := gc2.Downlink().Bindings(context.Background(), classify.Env{Handle: h2, Link: link, Root: uint32(htb.OwnedMajor) << 16})
+	binds, err := gtpu.New(gtpu.Options{N3: l.dev}).Downlink().Bindings(context.Background(), classify.Env{Handle: h2, Link: link, Root: uint32(htb.OwnedMajor) << 16})
 	if err != nil {
 		t.Fatalf("read (TEID, QFI) bindings: %v", err)
 	}
@@ -102,9 +105,32 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 		t.Fatalf("%d (TEID, QFI) bindings, want one per flow (%d): %v", len(binds), len(stockFlows()), binds)
 	}
 	for _, b := range binds {
-		c, ok := second.Find(b.Minor)
-		if !ok || c.TEID != b.TEID || c.QFI != b.QFI {
-			t.Errorf("binding teid=%d qfi=%d -> %x: class %+v", b.TEID, b.QFI, b.Minor, c)
+		handle := fmt.Sprintf("%x:%x", htb.OwnedMajor, b.Minor)
+		c, ok := findClass(second, handle)
+		if !ok || c.Key.TEID != b.TEID || c.Key.QFI != b.QFI {
+			t.Errorf("binding teid=%d qfi=%d -> %s: class %+v", b.TEID, b.QFI, handle, c)
 		}
 	}
+	// The backend reads the same bindings back.
+	in, err := be2.Inspect(context.Background())
+	if err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	for _, f := range stockFlows() {
+		want, _ := second.FlowClass(f.ID)
+		got, ok := in.Class(want.Handle)
+		if !ok || got.Key.TEID != f.TEID || got.Key.QFI != f.QFI {
+			t.Errorf("flow %s: inspected class %+v, want %s bound by teid=%d qfi=%d", f.ID, got, want.Handle, f.TEID, f.QFI)
+		}
+	}
+}
+
+// findClass returns rep's class with the given handle.
+func findClass(rep shaper.Report, handle string) (shaper.ClassState, bool) {
+	for _, c := range rep.Classes {
+		if c.Handle == handle {
+			return c, true
+		}
+	}
+	return shaper.ClassState{}, false
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/backends"
 	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
@@ -52,15 +53,34 @@ func newHTBLab(t testing.TB, link uint64) *htbLab {
 	return &htbLab{ns: ns, dev: dev, h: h, pol: pol, peer: peer}
 }
 
-// applier returns a fresh ShaperApplier (as a fresh daemon would build).
-func (l *htbLab) applier(t testing.TB) *ShaperApplier {
+// backend returns a fresh HTB backend on the lab's device as a fresh
+// daemon opens it (backends.Open, incremental), through a netlink handle
+// of its own in the lab's netns; o's Handle, Incremental and N3 are set
+// here.
+func (l *htbLab) backend(t testing.TB, o backends.Options) *htb.Backend {
 	t.Helper()
 	h, err := netlink.NewHandleAt(l.ns.Handle)
 	if err != nil {
 		t.Fatalf("netlink handle: %v", err)
 	}
 	t.Cleanup(h.Close)
-	return NewShaperApplier(htb.NewReconciler(h, l.dev), l.pol)
+	o.Handle, o.Incremental, o.N3 = h, true, l.dev
+	be, err := backends.Open(l.dev, o)
+	if err != nil {
+		t.Fatalf("open backend on %s: %v", l.dev, err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	hb, ok := be.(*htb.Backend)
+	if !ok {
+		t.Fatalf("backends.Open gave a %T, want the HTB backend", be)
+	}
+	return hb
+}
+
+// options are the engine options of a daemon shaping the lab's device
+// downlink with be under the lab's policy.
+func (l *htbLab) options(src Source, be shaper.Backend) Options {
+	return Options{Source: src, Downlink: be, DownlinkPolicy: l.pol}
 }
 
 // actual reads the kernel's tree through a reconciler of its own.
@@ -94,6 +114,16 @@ func shape(tr *htb.Tree) string {
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
+}
+
+// findHandle returns tr's class with the given handle ("6771:10").
+func findHandle(tr *htb.Tree, handle string) (htb.Class, bool) {
+	for _, c := range tr.Classes {
+		if tr.Handle(c.Minor) == handle {
+			return c, true
+		}
+	}
+	return htb.Class{}, false
 }
 
 // wantTree plans the final rule set from scratch, as a fresh start would.
@@ -156,9 +186,11 @@ func (l *htbLab) waitShape(t testing.TB, want *htb.Tree, what string) {
 func TestHTBScriptedStormsConverge(t *testing.T) {
 	l := newHTBLab(t, 1e9)
 	src := newScriptedSource()
-	ap := l.applier(t)
+	be := l.backend(t, backends.Options{})
 	obs := &recObserver{}
-	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour, Observer: obs})
+	opt := l.options(src, be)
+	opt.Resync, opt.Observer = time.Hour, obs
+	startEngine(t, opt)
 
 	// Add storm: 60 sessions arrive, each QER as its own event.
 	for s := uint64(1); s <= 60; s++ {
@@ -222,16 +254,20 @@ func TestHTBScriptedStormsConverge(t *testing.T) {
 	}
 }
 
-// classBytes returns the sent-bytes counter of every flow class, by mark.
-func classBytes(t testing.TB, ap *ShaperApplier) map[string]uint64 {
+// classBytes returns the sent-bytes counter of every flow class of rep
+// (the backend's last report), by class handle: the backend's counters
+// joined with the report's classes, as the metrics do.
+func classBytes(t testing.TB, be shaper.Backend, rep shaper.Report) map[string]uint64 {
 	t.Helper()
-	st, err := ap.Stats(context.Background())
+	st, err := be.Counters(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]uint64{}
-	for _, s := range st {
-		out[s.Class] = s.Bytes
+	for _, c := range flowClasses(rep) {
+		if s, ok := st[c.Handle]; ok {
+			out[c.Handle] = s.Bytes
+		}
 	}
 	return out
 }
@@ -276,14 +312,16 @@ func (l *htbLab) send(t testing.TB, mark uint32, count int) {
 type changeLog struct {
 	recObserver
 	mu      sync.Mutex
-	changes []Change
+	changes []shaper.Change
+	writes  int
 }
 
-func (c *changeLog) Applied(dev string, res Result, d time.Duration) {
-	c.recObserver.Applied(dev, res, d)
+func (c *changeLog) Applied(dev string, rep shaper.Report, d time.Duration) {
 	c.mu.Lock()
-	c.changes = append(c.changes, res.Changes...)
+	c.changes = append(c.changes, rep.Changes...)
+	c.writes += rep.Writes
 	c.mu.Unlock()
+	c.recObserver.Applied(dev, rep, d)
 }
 
 func (c *changeLog) classOps() []string {
@@ -307,8 +345,11 @@ func TestHTBRestartAdoptsLiveTree(t *testing.T) {
 	flows := downlinkOf(src.all())
 
 	// First daemon.
-	ap1 := l.applier(t)
-	e1, err := New(Options{Source: src, Downlink: ap1, Resync: time.Hour})
+	be1 := l.backend(t, backends.Options{})
+	obs1 := &recObserver{}
+	opt1 := l.options(src, be1)
+	opt1.Resync, opt1.Observer = time.Hour, obs1
+	e1, err := New(opt1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,10 +358,11 @@ func TestHTBRestartAdoptsLiveTree(t *testing.T) {
 	go func() { done1 <- e1.Run(ctx1) }()
 	want := l.wantTree(t, src.all())
 	l.waitShape(t, want, "first start")
+	rep1 := obs1.waitReport(t, l.dev, 10*time.Second, "first daemon's report", func(r shaper.Report) bool { return hasFlows(r, flows) })
 	for _, f := range flows {
 		l.send(t, f.Mark, 20)
 	}
-	before := classBytes(t, ap1)
+	before := classBytes(t, be1, rep1)
 	before1 := l.actual(t)
 	stop1() // SIGTERM: classes stay
 	if err := <-done1; err != nil {
@@ -331,12 +373,28 @@ func TestHTBRestartAdoptsLiveTree(t *testing.T) {
 	}
 
 	// Second daemon over the live tree.
-	ap2 := l.applier(t)
+	be2 := l.backend(t, backends.Options{})
 	log := &changeLog{}
-	startEngine(t, Options{Source: src, Downlink: ap2, Resync: time.Hour, Observer: log})
+	opt2 := l.options(src, be2)
+	opt2.Resync, opt2.Observer = time.Hour, log
+	startEngine(t, opt2)
 	eventually(t, 10*time.Second, "second daemon's first reconcile", func() bool { return log.snapshot().applied >= 1 })
 	if ops := log.classOps(); len(ops) != 0 {
 		t.Fatalf("restart touched classes (must adopt them): %q", ops)
+	}
+	log.mu.Lock()
+	writes, changes := log.writes, slices.Clone(log.changes)
+	log.mu.Unlock()
+	if writes != 0 {
+		t.Fatalf("restart made %d kernel writes (must adopt the tree and its classifier as they are): %v", writes, changes)
+	}
+	rep2, _ := log.report(l.dev)
+	for _, f := range flows {
+		a, _ := rep1.FlowClass(f.ID)
+		b, ok := rep2.FlowClass(f.ID)
+		if !ok || a.Handle != b.Handle {
+			t.Fatalf("flow %s: class %s before the restart, %s after (want the same)", f.ID, a.Handle, b.Handle)
+		}
 	}
 	after1 := l.actual(t)
 	if shape(after1) != shape(before1) || len(after1.Classes) != len(before1.Classes) {
@@ -350,7 +408,7 @@ func TestHTBRestartAdoptsLiveTree(t *testing.T) {
 	for _, f := range flows {
 		l.send(t, f.Mark, 20)
 	}
-	after := classBytes(t, ap2)
+	after := classBytes(t, be2, rep2)
 	if len(before) != len(flows) {
 		t.Fatalf("%d flow classes counted before restart, want %d", len(before), len(flows))
 	}
@@ -371,19 +429,24 @@ func TestHTBDriftRepairedWithinResync(t *testing.T) {
 		src.set(s, sessionFlows(s, int(s))...)
 	}
 	const resync = 500 * time.Millisecond
-	ap := l.applier(t)
-	startEngine(t, Options{Source: src, Downlink: ap, Resync: resync})
+	be := l.backend(t, backends.Options{})
+	obs := &recObserver{}
+	opt := l.options(src, be)
+	opt.Resync, opt.Observer = resync, obs
+	startEngine(t, opt)
 	want := l.wantTree(t, src.all())
 	l.waitShape(t, want, "start")
+	rep := obs.waitReport(t, l.dev, 10*time.Second, "start reported", func(r shaper.Report) bool {
+		return hasFlows(r, downlinkOf(src.all()))
+	})
 
-	victim := ap.Tree().FlowClasses()[0]
-	handle := ap.Tree().Handle(victim.Minor)
+	victim := flowClasses(rep)[0]
 	// Behind the daemon's back: a class deleted, another one's ceil
 	// changed.
-	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", handle)
-	other := ap.Tree().FlowClasses()[1]
-	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", ap.Tree().Handle(other.Parent),
-		"classid", ap.Tree().Handle(other.Minor), "htb", "rate", "8kbit", "ceil", "8kbit")
+	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", victim.Handle)
+	other := flowClasses(rep)[1]
+	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", other.Parent,
+		"classid", other.Handle, "htb", "rate", "8kbit", "ceil", "8kbit")
 	deleted := time.Now()
 	if shape(l.actual(t)) == shape(want) {
 		t.Fatal("tc did not change the tree")
@@ -400,9 +463,11 @@ func TestHTBDeviceGoneAndBackIsRebuilt(t *testing.T) {
 	for s := uint64(1); s <= 4; s++ {
 		src.set(s, sessionFlows(s, int(s))...)
 	}
-	ap := l.applier(t)
+	be := l.backend(t, backends.Options{})
 	obs := &recObserver{}
-	startEngine(t, Options{Source: src, Downlink: ap, Retry: 50 * time.Millisecond, Resync: 200 * time.Millisecond, Observer: obs})
+	opt := l.options(src, be)
+	opt.Retry, opt.Resync, opt.Observer = 50*time.Millisecond, 200*time.Millisecond, obs
+	startEngine(t, opt)
 	want := l.wantTree(t, src.all())
 	l.waitShape(t, want, "start")
 
@@ -443,7 +508,10 @@ func TestHTBDeviceGoneAndBackIsRebuilt(t *testing.T) {
 	for _, f := range downlinkOf(src.all()) {
 		l.send(t, f.Mark, 5)
 	}
-	counted := classBytes(t, ap)
+	rep := obs.waitReport(t, l.dev, 10*time.Second, "the rebuild reported", func(r shaper.Report) bool {
+		return hasFlows(r, downlinkOf(src.all()))
+	})
+	counted := classBytes(t, be, rep)
 	if len(counted) != len(downlinkOf(src.all())) {
 		t.Fatalf("counters for %d flow classes, want %d", len(counted), len(downlinkOf(src.all())))
 	}
@@ -458,8 +526,10 @@ func TestHTBCleanupOnExitRemovesTree(t *testing.T) {
 	l := newHTBLab(t, 1e9)
 	src := newScriptedSource()
 	src.set(1, sessionFlows(1, 1)...)
-	ap := l.applier(t)
-	e, err := New(Options{Source: src, Downlink: ap, Resync: time.Hour})
+	be := l.backend(t, backends.Options{})
+	opt := l.options(src, be)
+	opt.Resync = time.Hour
+	e, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

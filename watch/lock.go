@@ -53,3 +53,20 @@ func (l *Lock) Unlock() error {
 	l.f = nil
 	return err
 }
+
+// LockIfWatched refuses to go on when a running `gtpqos watch` holds dev's
+// lock in dir (the daemon would undo, or trust a stale memory of, what a
+// one-shot command changes), and otherwise holds that lock so no watch
+// starts meanwhile. Without a lock file no watch ever ran on the device,
+// and none is created. what names the command for the message ("reset"),
+// hint says what to do instead.
+func LockIfWatched(dir, dev, what, hint string) (unlock func(), err error) {
+	if _, err := os.Stat(filepath.Join(dir, dev+".lock")); err != nil {
+		return func() {}, nil
+	}
+	lock, err := LockDevice(dir, dev)
+	if err != nil {
+		return nil, fmt.Errorf("dev %s: not %s: %w (%s)", dev, what, err, hint)
+	}
+	return func() { _ = lock.Unlock() }, nil
+}

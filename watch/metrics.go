@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/free5gc/gtpqos/shaper"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -69,18 +70,18 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// WatchClasses exports the per-class counters of ap's device, read at
+// watchClasses exports the per-class counters of d's device, read at
 // scrape time.
-func (m *Metrics) WatchClasses(ap Applier) {
+func (m *Metrics) watchClasses(d *device) {
 	if m == nil {
 		return
 	}
 	m.classStat.mu.Lock()
-	m.classStat.aps = append(m.classStat.aps, ap)
+	m.classStat.devs = append(m.classStat.devs, d)
 	m.classStat.mu.Unlock()
 }
 
-func (m *Metrics) applied(dev string, res Result, took time.Duration, err error) {
+func (m *Metrics) applied(dev string, res shaper.Report, took time.Duration, err error) {
 	if m == nil {
 		return
 	}
@@ -91,7 +92,7 @@ func (m *Metrics) applied(dev string, res Result, took time.Duration, err error)
 	}
 	m.runs.WithLabelValues(dev, "ok").Inc()
 	m.flows.WithLabelValues(dev).Set(float64(res.Flows))
-	m.classes.WithLabelValues(dev).Set(float64(res.Classes))
+	m.classes.WithLabelValues(dev).Set(float64(len(res.Classes)))
 	for _, c := range res.Changes {
 		m.changes.WithLabelValues(dev, c.Op, c.Object).Inc()
 	}
@@ -126,10 +127,10 @@ func (m *Metrics) failed(stage string) {
 	}
 }
 
-// classCollector reads per-class counters from the appliers at scrape time.
+// classCollector reads per-class counters from the devices at scrape time.
 type classCollector struct {
-	mu  sync.Mutex
-	aps []Applier
+	mu   sync.Mutex
+	devs []*device
 }
 
 var (
@@ -153,20 +154,28 @@ func (c *classCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *classCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	aps := append([]Applier(nil), c.aps...)
+	devs := append([]*device(nil), c.devs...)
 	c.mu.Unlock()
-	for _, ap := range aps {
+	for _, d := range devs {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		stats, err := ap.Stats(ctx)
+		counters, err := d.be.Counters(ctx)
 		cancel()
 		up := 1.0
 		if err != nil {
 			up = 0
 		}
-		ch <- prometheus.MustNewConstMetric(descStatsFailed, prometheus.GaugeValue, up, ap.Dev())
-		for _, s := range stats {
-			lv := []string{ap.Dev(), s.Class, strconv.FormatUint(s.Flow.SEID, 10),
-				strconv.FormatUint(uint64(s.Flow.QERID), 10), strconv.Itoa(int(s.QFI))}
+		dev := d.be.Dev()
+		ch <- prometheus.MustNewConstMetric(descStatsFailed, prometheus.GaugeValue, up, dev)
+		d.mu.Lock()
+		classes := d.classes
+		d.mu.Unlock()
+		for _, cl := range classes {
+			s, ok := counters[cl.Handle]
+			if cl.Role != shaper.RoleFlow || !ok {
+				continue
+			}
+			lv := []string{dev, cl.Handle, strconv.FormatUint(cl.Flow.SEID, 10),
+				strconv.FormatUint(uint64(cl.Flow.QERID), 10), strconv.Itoa(int(cl.Key.QFI))}
 			ch <- prometheus.MustNewConstMetric(descBytes, prometheus.CounterValue, float64(s.Bytes), lv...)
 			ch <- prometheus.MustNewConstMetric(descPackets, prometheus.CounterValue, float64(s.Packets), lv...)
 			ch <- prometheus.MustNewConstMetric(descDrops, prometheus.CounterValue, float64(s.Drops), lv...)

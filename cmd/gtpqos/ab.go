@@ -15,12 +15,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/lab/ab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/backends"
 )
 
 func init() {
@@ -60,8 +58,8 @@ type abFlags struct {
 	pause                         time.Duration
 }
 
-func runAB(ctx context.Context, args []string, stdout io.Writer) error {
-	var f abFlags
+// flagSet defines ab's flags into f.
+func (f *abFlags) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("ab", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.lab, "lab", false, "run in a network-namespace lab (user-space UPF and gNB, built-in traffic)")
@@ -81,6 +79,12 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&f.payload, "payload", lab.DefaultPayload, "UDP payload bytes (lab traffic, and the payload ceiling; 0 = derive from the frame)")
 	fs.DurationVar(&f.pause, "pause", time.Second, "pause between runs")
 	fs.StringVar(&f.replot, "replot", "", "re-print the table and re-write the files (into --out) from a results.json; runs nothing")
+	return fs
+}
+
+func runAB(ctx context.Context, args []string, stdout io.Writer) error {
+	var f abFlags
+	fs := f.flagSet()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, abUsage)
@@ -99,93 +103,11 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	log := logrus.StandardLogger()
 	opts.Progress = func(format string, a ...any) { log.Infof(format, a...) }
-
-	var target ab.Target
-	var shOpts []htb.Option
-	if f.classifier != "" {
-		k, err := shaper.ParseClassifierKind(f.classifier)
-		if err != nil {
-			return usagef("--classifier: %v", err)
-		}
-		shOpts = append(shOpts, htb.WithClassifierKind(k))
+	target, closeTarget, err := f.target(ctx, &opts, log)
+	if err != nil {
+		return err
 	}
-	if f.leaf != "" {
-		k, err := shaper.ParseLeafKind(f.leaf)
-		if err != nil {
-			return usagef("--leaf: %v", err)
-		}
-		shOpts = append(shOpts, htb.WithLeaf(k))
-	}
-	// Cleanup must run even after ctx is cancelled (Ctrl-C).
-	cleanupCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	}
-	if f.lab {
-		cfg := lab.Config{NoMarks: f.noMarks}
-		if f.labPDRs != "" {
-			if cfg.PDRs, err = lab.LoadPDRs(f.labPDRs); err != nil {
-				return err
-			}
-		}
-		l, err := lab.New(cfg)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if err := l.Close(); err != nil {
-				log.WithError(err).Error("lab clean-up")
-			}
-		}()
-		log.Infof("lab up: netns %s, N3 dev %s, rate scale %g", strings.Join(l.Namespaces(), " "), lab.N3Dev, l.Scale())
-		if f.noMarks {
-			fillTEIDs(opts.Arms, l.PDRs())
-			cls := gtpu.New(gtpu.Options{N3: lab.N3Dev})
-			defer cls.Close(l.UPFNetlink())
-			shOpts = append(shOpts, htb.WithClassifier(cls.Downlink()))
-		}
-		payload := f.payload
-		if f.tcp {
-			payload = 0
-		}
-		target = ab.NewLabTarget(l, f.tcp, payload, f.traffic, shOpts...)
-	} else {
-		if f.dev == "" {
-			return usagef("give --lab, or --dev IFACE to run on a real UPF's device")
-		}
-		// gtp5g's native policer, when the module is loaded: arms may set
-		// it; its setting is restored at the end.
-		m := kmod.Host()
-		if was, err := m.Policer(); err == nil {
-			opts.SetPolicer = m.SetPolicer
-			defer func() {
-				if err := m.SetPolicer(was); err != nil {
-					log.WithError(err).Error("restore gtp5g native policer")
-				}
-			}()
-		}
-		for _, a := range opts.Arms {
-			if a.Policer != "" && opts.SetPolicer == nil {
-				return fmt.Errorf("arm %s: policer=%s, but gtp5g's native policer (%s) is not available: %w", a.Name, a.Policer, m.PolicerPath(), kmod.ErrNotLoaded)
-			}
-		}
-		dt, err := ab.NewDeviceTarget(ctx, f.dev, shOpts...)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if dt.Note != "" {
-				log.WithField("dev", f.dev).Warn(dt.Note)
-			}
-		}()
-		target = dt
-	}
-	defer func() {
-		c, cancel := cleanupCtx()
-		defer cancel()
-		if err := target.Close(c); err != nil {
-			log.WithError(err).Error("remove the experiment's tree")
-		}
-	}()
+	defer closeTarget()
 	log.Infof("ab on %s: %d arm(s) × %d run(s) of %v, window %v-%v", target.Describe(), len(opts.Arms), opts.Runs, opts.Duration, opts.WindowStart, opts.WindowEnd)
 	res, err := ab.Run(ctx, target, opts)
 	if err != nil {
@@ -194,23 +116,7 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := ab.WriteTable(stdout, res); err != nil {
 		return err
 	}
-	checks := ab.SeedAcceptance(res)
-	failed := 0
-	if len(checks) > 0 {
-		if f.tcp {
-			fmt.Fprintln(stdout, "\nthe seed's UDP acceptance criteria applied to TCP (informational):")
-		} else {
-			fmt.Fprintln(stdout, "\nacceptance (issue 3):")
-		}
-		for _, c := range checks {
-			mark := "ok  "
-			if !c.OK {
-				mark = "FAIL"
-				failed++
-			}
-			fmt.Fprintf(stdout, "  %s %s: %s\n", mark, c.Name, c.Detail)
-		}
-	}
+	failed := printAcceptance(stdout, res, f.tcp)
 	paths, err := ab.WriteFiles(f.out, res)
 	if err != nil {
 		return err
@@ -220,6 +126,108 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("ab: %d acceptance check(s) failed (see above; results in %s)", failed, f.out)
 	}
 	return nil
+}
+
+// target builds the lab or the device target the flags ask for; closeAll
+// removes what the experiment created (also after Ctrl-C) and restores
+// the native policer.
+func (f *abFlags) target(ctx context.Context, opts *ab.Options, log *logrus.Logger) (t ab.Target, closeAll func(), err error) {
+	var bo backends.Options
+	if f.classifier != "" {
+		if bo.Classifier, err = shaper.ParseClassifierKind(f.classifier); err != nil {
+			return nil, nil, usagef("--classifier: %v", err)
+		}
+	}
+	if f.leaf != "" {
+		if bo.Leaf, err = shaper.ParseLeafKind(f.leaf); err != nil {
+			return nil, nil, usagef("--leaf: %v", err)
+		}
+	}
+	var undo []func()
+	closeAll = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	if f.lab {
+		l, err := newLab(*f, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		undo = append(undo, func() {
+			if err := l.Close(); err != nil {
+				log.WithError(err).Error("lab clean-up")
+			}
+		})
+		payload := f.payload
+		if f.tcp {
+			payload = 0
+		}
+		if t, err = ab.NewLabTarget(l, ab.LabOptions{TCP: f.tcp, Payload: payload, Generator: f.traffic, Backend: bo, NoMarks: f.noMarks}); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		if f.dev == "" {
+			return nil, nil, usagef("give --lab, or --dev IFACE to run on a real UPF's device")
+		}
+		restore, err := ab.UsePolicer(opts)
+		undo = append(undo, func() {
+			if err := restore(); err != nil {
+				log.WithError(err).Error("restore gtp5g native policer")
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		dt, err := ab.NewDeviceTarget(ctx, f.dev, bo)
+		if err != nil {
+			return nil, nil, err
+		}
+		undo = append(undo, func() {
+			if dt.Note != "" {
+				log.WithField("dev", f.dev).Warn(dt.Note)
+			}
+		})
+		t = dt
+	}
+	undo = append(undo, func() {
+		// Cleanup must run even after ctx is cancelled (Ctrl-C).
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		if err := t.Close(c); err != nil {
+			log.WithError(err).Error("remove the experiment's tree")
+		}
+	})
+	return t, closeAll, nil
+}
+
+// printAcceptance prints the seed experiment's acceptance checks (for UDP;
+// informational for TCP) and returns how many failed.
+func printAcceptance(w io.Writer, res *ab.Results, tcp bool) int {
+	checks := ab.SeedAcceptance(res)
+	if len(checks) == 0 {
+		return 0
+	}
+	if tcp {
+		fmt.Fprintln(w, "\nthe seed's UDP acceptance criteria applied to TCP (informational):")
+	} else {
+		fmt.Fprintln(w, "\nthe seed experiment's acceptance checks:")
+	}
+	failed := 0
+	for _, c := range checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", mark, c.Name, c.Detail)
+	}
+	return failed
 }
 
 // options turns flags and arm arguments into the runner's options.
@@ -325,20 +333,21 @@ func parseSeconds(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
-// fillTEIDs gives flows without a TEID their lab PDR's TEID (for the
-// (TEID, QFI) classifier).
-func fillTEIDs(arms []ab.Arm, pdrs []lab.PDR) {
-	teid := map[string]uint32{}
-	for _, p := range pdrs {
-		teid[p.Name] = p.TEID
-	}
-	for i := range arms {
-		for j := range arms[i].Flows {
-			if f := &arms[i].Flows[j]; f.TEID == 0 {
-				f.TEID = teid[f.Name]
-			}
+// newLab builds the netns lab the flags ask for.
+func newLab(f abFlags, log *logrus.Logger) (*lab.Lab, error) {
+	cfg := lab.Config{NoMarks: f.noMarks}
+	if f.labPDRs != "" {
+		var err error
+		if cfg.PDRs, err = lab.LoadPDRs(f.labPDRs); err != nil {
+			return nil, err
 		}
 	}
+	l, err := lab.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	log.Infof("lab up: netns %s, N3 dev %s, rate scale %g", strings.Join(l.Namespaces(), " "), lab.N3Dev, l.Scale())
+	return l, nil
 }
 
 // replot re-renders a results.json: table on stdout, files into out.

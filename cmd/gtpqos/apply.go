@@ -8,10 +8,9 @@ import (
 	"io"
 
 	"github.com/sirupsen/logrus"
-	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/backends"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -23,33 +22,13 @@ func init() {
 	})
 }
 
-// newHandle opens the one netlink handle a command uses.
-func newHandle() (*netlink.Handle, error) {
-	h, err := netlink.NewHandle()
-	if err != nil {
-		return nil, fmt.Errorf("open netlink: %w", err)
-	}
-	return h, nil
-}
-
-// checkDev fails with one line when the device is missing or absent.
-func checkDev(h *netlink.Handle, dev string) error {
-	if dev == "" {
-		return usagef("--dev IF is required")
-	}
-	if _, err := h.LinkByName(dev); err != nil {
-		return fmt.Errorf("device %s: %w", dev, err)
-	}
-	return nil
-}
-
 func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	file := fs.String("f", "", "flows file (YAML)")
 	dev := fs.String("dev", "", "device whose egress is shaped")
 	force := fs.Bool("force", false, "replace a root qdisc gtpqos did not create")
-	cls := fs.String("classifier", "", "classifier: auto, fw or bpf (default: the file's policy, else auto)")
+	cls := fs.String("classifier", "", "classifier: auto, fw, bpf or gtpu (default: the file's policy, else auto)")
 	dir := fs.String("direction", "all", "flows to shape on this device: all, downlink (N3) or uplink (N6)")
 	leaf := fs.String("leaf", "", "leaf qdisc: auto, fq_codel or fifo (default: the file's policy, else auto)")
 	lockDir := fs.String("lock-dir", watch.DefaultLockDir, "where gtpqos watch keeps its device locks: apply refuses a device a running watch holds")
@@ -68,53 +47,42 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if *dev == "" {
 		return usagef("--dev IF is required")
 	}
-	// Validate the input completely before touching the kernel.
-	ff, err := loadFlows(*file, *dir)
+	ff, err := loadFlows(*file, *dir, *cls, *leaf)
 	if err != nil {
 		return err
 	}
-	if _, probs, err := planFlows(ff, *cls, nil); err != nil {
-		return err
-	} else if p, bad := shaper.FirstError(probs); bad {
-		return p
-	}
-	var opts []htb.Option
-	opts = append(opts, htb.WithForce(*force))
-	if *leaf != "" {
-		k, err := shaper.ParseLeafKind(*leaf)
-		if err != nil {
-			return usagef("--leaf: %v", err)
+	bo := backends.Options{Backend: ff.Policy.Backend, Force: *force, Classifier: ff.Policy.Classifier, Direction: shaper.Downlink}
+	if *dir == "uplink" || *dir == "ul" {
+		bo.Direction = shaper.Uplink
+		if bo.Classifier == shaper.KindGTPU {
+			return usagef("--classifier gtpu on an uplink device needs the N3 device's ingress program: use gtpqos watch (--n3/--n6)")
 		}
-		opts = append(opts, htb.WithLeaf(k))
 	}
-	h, done, err := openWatchedDev(*dev, *lockDir, "applied", "a running gtpqos watch manages this device: change its config instead")
+	be, err := backends.Open(*dev, bo)
 	if err != nil {
 		return err
 	}
-	defer done()
-	rec := htb.NewReconciler(h, *dev, opts...)
-	// Keep class ids stable across runs: plan against the kernel's tree.
-	prev, err := rec.Actual(ctx)
-	if err != nil && !(*force && errors.Is(err, shaper.ErrNotOwned)) {
-		return err
-	}
-	t, probs, err := planFlows(ff, *cls, prev)
+	defer be.Close()
+	unlock, err := watch.LockIfWatched(*lockDir, *dev, "applied", "a running gtpqos watch manages this device: change its config instead")
 	if err != nil {
 		return err
 	}
-	if p, bad := shaper.FirstError(probs); bad {
-		return p
-	}
+	defer unlock()
+	rep, err := be.Apply(ctx, ff.Flows, ff.Policy, shaper.ApplyOptions{Strict: true})
 	log := logrus.WithField("dev", *dev)
-	for _, p := range probs {
-		log.WithField("flow", p.Name).Warn(p.Error())
+	for _, p := range rep.Problems {
+		if p.Severity == shaper.Warning {
+			log.WithField("flow", p.Name).Warn(p.Error())
+		}
 	}
-	res, err := rec.Reconcile(ctx, t)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, res.String())
-	printChanges(stdout, res, t, prev)
+	fmt.Fprintln(stdout, rep.Summary)
+	for _, n := range rep.Notes {
+		fmt.Fprintln(stdout, "note: "+n)
+	}
+	printChanges(stdout, rep.Changes)
 	return nil
 }
 
@@ -122,39 +90,26 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 const maxApplyLines = 50
 
 // printChanges prints one line per created, changed or deleted class.
-func printChanges(w io.Writer, res htb.Result, t, prev *htb.Tree) {
+func printChanges(w io.Writer, changes []shaper.Change) {
 	n := 0
-	line := func(op string, tr *htb.Tree, minor uint16) {
+	for _, c := range changes {
+		if c.Object != "class" {
+			continue
+		}
 		n++
 		if n > maxApplyLines {
-			return
+			continue
 		}
-		if tr == nil {
-			fmt.Fprintf(w, "  %s class %x:%x\n", op, htb.OwnedMajor, minor)
-			return
-		}
-		c, ok := tr.Find(minor)
-		if !ok {
-			fmt.Fprintf(w, "  %s class %s\n", op, tr.Handle(minor))
-			return
-		}
+		op := map[string]string{"add": "created", "change": "changed", "delete": "deleted"}[c.Op]
 		what := c.Role.String()
 		if c.Role == shaper.RoleFlow && c.Name != "" {
 			what = "flow " + c.Name
-		} else if c.Role == shaper.RoleFlow && c.Mark != 0 {
-			what = fmt.Sprintf("flow mark %#x", c.Mark)
 		}
-		fmt.Fprintf(w, "  %s class %s (%s): rate %s ceil %s\n", op, tr.Handle(minor), what,
-			shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil))
-	}
-	for _, m := range res.Created {
-		line("created", t, m)
-	}
-	for _, m := range res.Changed {
-		line("changed", t, m)
-	}
-	for _, m := range res.Deleted {
-		line("deleted", prev, m)
+		if c.Op == "delete" || c.Role == 0 {
+			fmt.Fprintf(w, "  %s class %s (%s)\n", op, c.Class, what)
+			continue
+		}
+		fmt.Fprintf(w, "  %s class %s (%s): rate %s ceil %s\n", op, c.Class, what, shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil))
 	}
 	if n > maxApplyLines {
 		fmt.Fprintf(w, "  ... and %d more class changes\n", n-maxApplyLines)

@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/backends"
 )
 
 func init() {
@@ -20,8 +20,9 @@ func init() {
 }
 
 // loadFlows reads a flows file; direction "" or "all" keeps every flow,
-// else only that direction's.
-func loadFlows(path, direction string) (shaper.FlowsFile, error) {
+// else only that direction's; classifier and leaf, when set, override the
+// file's policy.
+func loadFlows(path, direction, classifier, leaf string) (shaper.FlowsFile, error) {
 	ff, err := shaper.LoadFlowsFile(path)
 	if err != nil {
 		return ff, err
@@ -33,32 +34,17 @@ func loadFlows(path, direction string) (shaper.FlowsFile, error) {
 		}
 		ff.Flows = shaper.FilterDirection(ff.Flows, d)
 	}
-	return ff, nil
-}
-
-// planFlows plans a flows file with an optional classifier override and
-// the previous (or actual) tree for stable class ids.
-func planFlows(ff shaper.FlowsFile, classifier string, prev *htb.Tree) (*htb.Tree, []shaper.Problem, error) {
-	pol := ff.Policy
 	if classifier != "" {
-		k, err := shaper.ParseClassifierKind(classifier)
-		if err != nil {
-			return nil, nil, usagef("--classifier: %v", err)
+		if ff.Policy.Classifier, err = shaper.ParseClassifierKind(classifier); err != nil {
+			return ff, usagef("--classifier: %v", err)
 		}
-		pol.Classifier = k
 	}
-	t, probs := htb.Plan(ff.Flows, pol, prev)
-	return t, probs, nil
-}
-
-// loadAndPlan is loadFlows then planFlows.
-func loadAndPlan(path, classifier, direction string, prev *htb.Tree) (*htb.Tree, []shaper.Problem, shaper.FlowsFile, error) {
-	ff, err := loadFlows(path, direction)
-	if err != nil {
-		return nil, nil, ff, err
+	if leaf != "" {
+		if ff.Policy.Leaf.Kind, err = shaper.ParseLeafKind(leaf); err != nil {
+			return ff, usagef("--leaf: %v", err)
+		}
 	}
-	t, probs, err := planFlows(ff, classifier, prev)
-	return t, probs, ff, err
+	return ff, nil
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
@@ -80,27 +66,22 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if *file == "" {
 		return usagef("-f flows.yaml is required")
 	}
-	t, probs, ff, err := loadAndPlan(*file, *cls, *dir, nil)
+	ff, err := loadFlows(*file, *dir, *cls, "")
+	if err != nil {
+		return err
+	}
+	p, err := backends.Plan(ff.Flows, ff.Policy)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "# %s: %d flows, link %s, mode %s, admission %s, classifier %s\n",
-		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, pickKind(t, ff))
-	if t != nil {
-		fmt.Fprint(stdout, t.TCCommands(*dev))
+		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, p.Classifier)
+	fmt.Fprint(stdout, p.Render(*dev))
+	for _, pr := range p.Problems {
+		fmt.Fprintf(stdout, "# problem: %s\n", pr)
 	}
-	for _, p := range probs {
-		fmt.Fprintf(stdout, "# problem: %s\n", p)
-	}
-	if p, bad := shaper.FirstError(probs); bad {
-		return p
+	if pr, bad := shaper.FirstError(p.Problems); bad {
+		return pr
 	}
 	return nil
-}
-
-func pickKind(t *htb.Tree, ff shaper.FlowsFile) shaper.ClassifierKind {
-	if t != nil {
-		return t.Classifier
-	}
-	return ff.Policy.Classifier
 }

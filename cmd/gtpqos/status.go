@@ -7,17 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/free5gc/gtpqos/gtpnl"
-	"github.com/free5gc/gtpqos/kmod"
-	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
-	"github.com/free5gc/gtpqos/watch"
+	"github.com/free5gc/gtpqos/status"
 )
 
 func init() {
@@ -28,76 +24,13 @@ func init() {
 	})
 }
 
-// statusClassInfo is what the kernel's tree says about one flow's class.
-type statusClassInfo struct {
-	// Class is the HTB class id ("6771:10").
-	Class string
-	// Rate is the class's live rate in bit/s (nil: not measured).
-	Rate *uint64
-}
-
-// statusFlowKey names a flow in one direction's tree.
-type statusFlowKey struct {
-	ID        shaper.FlowID
-	Direction shaper.Direction
-}
-
-// defaultWatchConfig is where status looks for the N3/N6 devices when
-// --n3/--n6 are not given.
-const defaultWatchConfig = "/etc/gtpqos/watch.yaml"
-
-// statusProblemsPerKind bounds the problems status prints per kind (the
-// JSON lists them all).
-const statusProblemsPerKind = 5
-
-// statusSource is what status reads; gtp5gStatusSource is the real one.
-type statusSource interface {
-	loaded() (bool, error)
-	version() (string, gtpnl.Features, error)
-	markMode(gtpnl.Features) (gtpnl.MarkMode, error)
-	policer(gtpnl.Features) (bool, string, error)
-	rules() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR, error)
-	close()
-}
-
-// statusReport is status's output (also its --json form).
-type statusReport struct {
-	Version  string       `json:"version"`
-	Features []string     `json:"features"`
-	MarkMode string       `json:"mark_mode"`
-	Policer  string       `json:"policer"`
-	Flows    []statusFlow `json:"flows"`
-	// Devices are the N3/N6 devices status looked at (none without
-	// --n3/--n6 or a watch config).
-	Devices []statusDevice `json:"devices"`
-	// RateSource says how the RATE column was measured.
-	RateSource string   `json:"rate_source,omitempty"`
-	Problems   []string `json:"problems"`
-	// summary is Problems for people (repeats of one kind collapsed).
-	summary []string
-}
-
-type statusFlow struct {
-	SEID        uint64  `json:"seid"`
-	QER         uint32  `json:"qer"`
-	QFI         uint8   `json:"qfi"`
-	Direction   string  `json:"direction"`
-	GBR         uint64  `json:"gbr_bps"`
-	MBR         uint64  `json:"mbr_bps"`
-	SessionAMBR uint64  `json:"session_ambr_bps"`
-	Mark        uint32  `json:"mark"`
-	TEID        uint32  `json:"teid"`
-	Class       string  `json:"class,omitempty"`
-	Rate        *uint64 `json:"rate_bps,omitempty"`
-}
-
 func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
 	n3 := fs.String("n3", "", "N3 device with the downlink tree (default: the watch config's n3)")
 	n6 := fs.String("n6", "", "N6 device with the uplink tree (default: the watch config's n6)")
-	config := fs.String("config", defaultWatchConfig, "watch config file read for n3/n6 when --n3/--n6 are not given (ignored if absent)")
+	config := fs.String("config", status.DefaultConfig, "watch config file read for n3/n6 when --n3/--n6 are not given (ignored if absent)")
 	interval := fs.Duration("interval", time.Second, "time between the two class counter readings for the RATE column (0: no rates)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -116,39 +49,26 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	src := &gtp5gStatusSource{mod: kmod.Host()}
-	defer src.close()
+	src := status.NewHost()
+	defer src.Close()
 	// Devices are resolved after gtp5g is found, so that without gtp5g
 	// status prints only that.
-	var trees statusTrees
 	var devProblems []string
-	resolve := func() statusTrees {
-		d, p := statusDevices(*n3, *n6, *config, explicit)
+	trees := func() status.Trees {
+		d3, d6, p := status.Devices(*n3, *n6, *config, explicit)
 		devProblems = p
-		if d.n3 == "" && d.n6 == "" {
+		if d3 == "" && d6 == "" {
 			return nil
 		}
-		h, err := newHandle()
-		if err != nil {
-			devProblems = append(devProblems, err.Error())
-			return nil
-		}
-		d.h, d.interval = h, *interval
-		trees = d
-		return d
+		return status.DeviceTrees{N3: d3, N6: d6, Interval: *interval}
 	}
-	defer func() {
-		if nt, ok := trees.(netlinkTrees); ok {
-			nt.h.Close()
-		}
-	}()
-	rep, err := collectStatus(ctx, src, resolve)
+	rep, err := status.Collect(ctx, src, trees)
 	if err != nil {
 		return err
 	}
 	if len(devProblems) > 0 {
 		rep.Problems = append(devProblems, rep.Problems...)
-		rep.summary = append(append([]string(nil), devProblems...), rep.summary...)
+		rep.Summary = append(append([]string(nil), devProblems...), rep.Summary...)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -159,108 +79,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// statusDevices returns the N3/N6 devices: the flags, else the watch
-// config's (if the file exists; a missing file named with --config, or one
-// that does not load, is a problem, not an error).
-func statusDevices(n3, n6, config string, explicit bool) (netlinkTrees, []string) {
-	d := netlinkTrees{n3: n3, n6: n6}
-	if n3 != "" || n6 != "" || config == "" {
-		return d, nil
-	}
-	if _, err := os.Stat(config); err != nil && !explicit {
-		return d, nil
-	}
-	cfg, err := watch.LoadConfig(config)
-	if err != nil {
-		return d, []string{fmt.Sprintf("devices: %v (use --n3/--n6)", err)}
-	}
-	d.n3, d.n6 = cfg.N3, cfg.N6
-	return d, nil
-}
-
-// collectStatus reads gtp5g and joins its rules into flows; trees (called
-// once gtp5g is known to be there; nil or returning nil: no devices) adds
-// the class columns and the devices' classification modes.
-func collectStatus(ctx context.Context, src statusSource, trees func() statusTrees) (statusReport, error) {
-	var rep statusReport
-	if ok, err := src.loaded(); err != nil {
-		return rep, err
-	} else if !ok {
-		return rep, kmod.ErrNotLoaded
-	}
-	v, feats, err := src.version()
-	if err != nil {
-		return rep, err
-	}
-	rep.Version = v
-	rep.Features = featureNames(feats)
-	mode, err := src.markMode(feats)
-	if err != nil {
-		return rep, err
-	}
-	rep.MarkMode = mode.String()
-	on, via, err := src.policer(feats)
-	if err != nil {
-		rep.Policer = "unknown (" + err.Error() + ")"
-	} else {
-		rep.Policer = map[bool]string{true: "on", false: "off"}[on] + " (" + via + ")"
-	}
-	qers, pdrs, fars, err := src.rules()
-	if err != nil {
-		return rep, err
-	}
-	flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
-	var classes map[statusFlowKey]statusClassInfo
-	rep.Devices = []statusDevice{}
-	var tr statusTrees
-	if trees != nil {
-		tr = trees()
-	}
-	if tr != nil {
-		v, err := tr.read(ctx, flows)
-		if err != nil {
-			return rep, err
-		}
-		classes, rep.RateSource = v.Classes, v.RateSource
-		rep.Problems = append(rep.Problems, v.Problems...)
-		if v.Devices != nil {
-			rep.Devices = v.Devices
-		}
-	}
-	rep.Flows = make([]statusFlow, 0, len(flows))
-	for _, f := range flows {
-		sf := statusFlow{SEID: f.ID.SEID, QER: f.ID.QERID, QFI: f.QFI, Direction: f.Direction.String(),
-			GBR: f.GBR, MBR: f.MBR, SessionAMBR: f.SessionAMBR, Mark: f.Mark, TEID: f.TEID}
-		if ci, ok := classes[statusFlowKey{f.ID, f.Direction}]; ok {
-			sf.Class, sf.Rate = ci.Class, ci.Rate
-		}
-		rep.Flows = append(rep.Flows, sf)
-	}
-	rep.summary = append(rep.summary, rep.Problems...) // device trouble, if any
-	for _, p := range problems {
-		rep.Problems = append(rep.Problems, p.String())
-	}
-	rep.summary = append(rep.summary, qosview.Summarize(problems, statusProblemsPerKind)...)
-	if rep.Problems == nil {
-		rep.Problems = []string{}
-	}
-	return rep, nil
-}
-
-func featureNames(f gtpnl.Features) []string {
-	names := []string{}
-	for _, x := range []struct {
-		bit  gtpnl.Features
-		name string
-	}{{gtpnl.FeatureFlowMark, "flow-mark"}, {gtpnl.FeatureQoSEvents, "qos-events"}, {gtpnl.FeaturePolicerCtrl, "policer-ctrl"}, {gtpnl.FeatureMarkCtrl, "mark-ctrl"}} {
-		if f.Has(x.bit) {
-			names = append(names, x.name)
-		}
-	}
-	return names
-}
-
-func renderStatus(w io.Writer, rep statusReport) {
+func renderStatus(w io.Writer, rep status.Report) {
 	feats := "none (stock gtp5g)"
 	if len(rep.Features) > 0 {
 		feats = strings.Join(rep.Features, ",")
@@ -300,26 +119,26 @@ func renderStatus(w io.Writer, rep statusReport) {
 	if rep.RateSource != "" {
 		fmt.Fprintf(w, "RATE: %s\n", rep.RateSource)
 	}
-	for _, p := range rep.summary {
+	for _, p := range rep.Summary {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
 }
 
 // deviceLine is one device's line: tree, classification mode, and the
 // GTP-U programs' entries and counters.
-func deviceLine(d statusDevice) string {
+func deviceLine(d status.Device) string {
 	dir := map[string]string{"N3": "downlink", "N6": "uplink"}[d.Role]
 	s := fmt.Sprintf("%s %s (%s): ", d.Role, d.Dev, dir)
 	if d.Tree {
-		s += fmt.Sprintf("tree %x: with %d flow classes", htb.OwnedMajor, d.FlowClasses)
+		s += fmt.Sprintf("tree %s with %d flow classes", d.Root, d.FlowClasses)
 	} else {
 		s += "no gtpqos tree"
 	}
 	s += ", classification " + d.Mode
 	for _, g := range d.GTPU {
-		s += fmt.Sprintf("; %s (program %d): %d entries", g.Filter, g.ProgramID, g.Entries)
-		if c := g.Counters; c != nil {
-			s += fmt.Sprintf(", hit %d miss %d no-QFI %d not-GTP %d", c.Hit, c.Miss, c.NoQFI, c.NotGTP)
+		s += fmt.Sprintf("; %s (program %d): %d entries", g.Name, g.ProgramID, g.Entries)
+		if len(g.Counters) > 0 {
+			s += ", " + counterList(g.Counters)
 		}
 	}
 	if d.Error != "" {
@@ -328,58 +147,41 @@ func deviceLine(d statusDevice) string {
 	return s
 }
 
-// gtp5gStatusSource reads the running system: sysfs/procfs via kmod,
-// rules and patch knobs via gtpnl.
-type gtp5gStatusSource struct {
-	mod kmod.Module
-	c   *gtpnl.Client
+// counterList formats a program's counters: "hit 5 miss 2 no-QFI 0 not-GTP 0".
+func counterList(c map[string]uint64) string {
+	order := map[string]int{"hit": 0, "miss": 1, "no-qfi": 2, "not-gtp": 3}
+	names := make([]string, 0, len(c))
+	for k := range c {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		oi, iok := order[names[i]]
+		oj, jok := order[names[j]]
+		if iok != jok {
+			return iok
+		}
+		if oi != oj {
+			return oi < oj
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		label := strings.NewReplacer("qfi", "QFI", "gtp", "GTP").Replace(n)
+		parts[i] = fmt.Sprintf("%s %d", label, c[n])
+	}
+	return strings.Join(parts, " ")
 }
 
-func (s *gtp5gStatusSource) loaded() (bool, error) { return s.mod.Loaded() }
-
-func (s *gtp5gStatusSource) version() (string, gtpnl.Features, error) {
-	c, err := gtpnl.Dial()
-	if err != nil {
-		return "", 0, err
+// formatLiveRate prints a measured rate with two decimals ("16.71mbit").
+func formatLiveRate(v uint64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fgbit", float64(v)/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fmbit", float64(v)/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fkbit", float64(v)/1e3)
 	}
-	s.c = c
-	v, err := c.Version()
-	if err != nil {
-		return "", 0, err
-	}
-	f, err := c.Features()
-	return v, f, err
-}
-
-func (s *gtp5gStatusSource) markMode(f gtpnl.Features) (gtpnl.MarkMode, error) {
-	if !f.Has(gtpnl.FeatureMarkCtrl) {
-		return gtpnl.MarkOff, nil // stock gtp5g never marks
-	}
-	return s.c.MarkMode()
-}
-
-func (s *gtp5gStatusSource) policer(f gtpnl.Features) (bool, string, error) {
-	return readPolicer(s.c, f, s.mod)
-}
-
-func (s *gtp5gStatusSource) rules() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR, error) {
-	qers, err := s.c.QERs()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	pdrs, err := s.c.PDRs()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	fars, err := s.c.FARs()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return qers, pdrs, fars, nil
-}
-
-func (s *gtp5gStatusSource) close() {
-	if s.c != nil {
-		_ = s.c.Close()
-	}
+	return fmt.Sprintf("%dbit", v)
 }

@@ -6,24 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
-	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/gtpnl"
-	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
-	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -138,8 +130,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	if cfg.LinkRate == "" {
 		return usagef("--link-rate is required (the N3 bottleneck, e.g. --link-rate 30mbit)")
 	}
-	dlPol, ulPol, err := cfg.Policies()
-	if err != nil {
+	if _, _, err := cfg.Policies(); err != nil {
 		return usagef("%v", err)
 	}
 	if cfg.MarkMode != "keep" {
@@ -149,132 +140,25 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	log := logrus.New()
 	log.SetOutput(os.Stderr)
-	if lvl, err := logrus.ParseLevel(cfg.LogLevel); err == nil {
-		log.SetLevel(lvl)
-	} else {
+	lvl, err := logrus.ParseLevel(cfg.LogLevel)
+	if err != nil {
 		return usagef("--log-level: %v", err)
 	}
-
-	// 1. gtp5g first: without it nothing else matters (fail fast, one line).
-	gc, err := gtpnl.Dial()
-	if err != nil {
-		return err // "gtp5g module not loaded"
-	}
-	feats, err := gc.Features()
-	if err != nil {
-		gc.Close()
-		return fmt.Errorf("gtp5g features: %w", err)
-	}
-	patched := feats.Has(gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents)
-	if patched && dlPol.Classifier == shaper.KindGTPU {
-		gc.Close()
-		return fmt.Errorf("classifier gtpu is for stock gtp5g; this gtp5g (features %s) marks packets: use auto, fw or bpf", feats)
-	}
-
-	// 2. Devices: each must exist, and only one watch may manage it (the
-	// lock is taken before anything is changed).
-	devs := []string{cfg.N3}
-	if cfg.N6 != "" {
-		devs = append(devs, cfg.N6)
-	}
-	for _, d := range devs {
-		if _, err := netlink.LinkByName(d); err != nil {
-			gc.Close()
-			return fmt.Errorf("device %s: %w", d, err)
-		}
-		lk, err := watch.LockDevice(cfg.LockDir, d)
-		if err != nil {
-			gc.Close()
-			return err
-		}
-		defer lk.Unlock()
-	}
-
-	var modeLine string
-	markMode := gtpnl.MarkOff
-	if patched {
-		modeLine, markMode, err = ensureMarkMode(gc, cfg.MarkMode, feats)
-		if err != nil {
-			gc.Close()
-			return err
-		}
-	}
-	gc.Close()
-
-	h, err := netlink.NewHandle()
-	if err != nil {
-		return fmt.Errorf("netlink handle: %w", err)
-	}
-	defer h.Close()
-
-	// 3. Mode: the patch's events and marks, or polling and the GTP-U
-	// header classifier.
-	var dlOpts, ulOpts []htb.Option
-	var gtpuCls *gtpu.Classifier
-	if patched {
-		if cfg.Classifier != "" && cfg.Classifier != string(shaper.KindAuto) {
-			dlOpts = append(dlOpts, htb.WithClassifierKind(dlPol.Classifier))
-			ulOpts = append(ulOpts, htb.WithClassifierKind(ulPol.Classifier))
-		}
-		log.WithField("dev", cfg.N3).Infof("mode: events (%s), classifier %s by mark", modeLine, dlPol.Classifier)
-	} else {
-		gtpuCls = gtpu.New(gtpu.Options{N3: cfg.N3})
-		dlOpts = append(dlOpts, htb.WithClassifier(gtpuCls.Downlink()))
-		ulOpts = append(ulOpts, htb.WithClassifier(gtpuCls.Uplink()))
-		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
-		log.WithField("dev", cfg.N3).Infof("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
-			time.Duration(cfg.Poll), feats)
-	}
-	dlOpts = append(dlOpts, htb.WithForce(cfg.Force))
-	ulOpts = append(ulOpts, htb.WithForce(cfg.Force))
-
-	var first atomic.Bool // the source's first dial follows the start-up checks
-	first.Store(true)
-	metrics := watch.NewMetrics()
-	dl := watch.NewShaperApplier(htb.NewReconciler(h, cfg.N3, dlOpts...), dlPol)
-	metrics.WatchClasses(dl)
-	opt := watch.Options{
-		Source: &watch.GTP5GSource{
-			Dial:           gtpnl.Dial,
-			View:           qosView(markMode, !patched),
-			WithEvents:     patched,
-			OnViewProblems: func(ps []string) { logViewProblems(log, ps) },
-			OnConnect: func(c *gtpnl.Client) error {
-				if !patched || first.Swap(false) {
-					return nil // the start-up already set the mark mode
-				}
-				// gtp5g was reloaded: a fresh module marks nothing.
-				line, _, err := ensureMarkMode(c, cfg.MarkMode, feats)
-				if err == nil {
-					log.WithField("dev", cfg.N3).Infof("gtp5g reconnected: %s", line)
-				}
-				return err
-			},
-		},
-		Downlink: dl, Poll: time.Duration(cfg.Poll), Resync: time.Duration(cfg.Resync),
-		Retry: time.Duration(cfg.Retry), Observer: &logObserver{log: log}, Metrics: metrics,
-	}
-	var ul *watch.ShaperApplier
-	if cfg.N6 != "" {
-		ul = watch.NewShaperApplier(htb.NewReconciler(h, cfg.N6, ulOpts...), ulPol)
-		metrics.WatchClasses(ul)
-		opt.Uplink = ul
-	}
-	eng, err := watch.New(opt)
+	log.SetLevel(lvl)
+	d, err := watch.Start(cfg, &logObserver{log: log})
 	if err != nil {
 		return err
 	}
-	defer opt.Source.(*watch.GTP5GSource).Close()
-
+	defer d.Close()
+	log.WithField("dev", cfg.N3).Info(d.Mode)
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
-		srv, err := serveMetrics(cfg.MetricsAddr, metrics)
+		srv, err := watch.ServeMetrics(cfg.MetricsAddr, d.Metrics())
 		if err != nil {
 			return err
 		}
 		defer srv.Close()
 		log.Infof("metrics on http://%s/metrics", cfg.MetricsAddr)
 	}
-
 	// SIGHUP reloads the config: policy and rates apply at once; devices,
 	// the lock and the metrics address need a restart.
 	hup := make(chan os.Signal, 1)
@@ -286,137 +170,43 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				reload(log, path, override, cfg, dl, ul, eng)
+				reload(log, path, override, d)
 			}
 		}
 	}()
-
-	if err := eng.Run(ctx); err != nil {
+	if err := d.Run(ctx); err != nil {
 		return err
 	}
 	if cfg.CleanupOnExit {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		err := eng.Cleanup(cctx)
-		if gtpuCls != nil {
-			err = errors.Join(err, gtpuCls.Close(h))
-		}
-		if err != nil {
-			return err
-		}
 		log.Info("stopped; trees removed (--cleanup-on-exit)")
-		return nil
+	} else {
+		log.Info("stopped; trees left in place, still shaping")
 	}
-	log.Info("stopped; trees left in place, still shaping")
 	return nil
 }
 
-// ensureMarkMode sets the patch's mark mode unless it is already what the
-// operator wants ("keep": anything but off is kept, off becomes flow).
-func ensureMarkMode(gc *gtpnl.Client, want string, feats gtpnl.Features) (string, gtpnl.MarkMode, error) {
-	cur, err := gc.MarkMode()
-	if err != nil {
-		return "", 0, fmt.Errorf("gtp5g mark mode: %w", err)
-	}
-	target := cur
-	switch {
-	case want == "keep" && cur == gtpnl.MarkOff:
-		target = gtpnl.MarkFlow
-	case want != "keep":
-		target, _ = gtpnl.ParseMarkMode(want)
-	}
-	if target == cur {
-		return fmt.Sprintf("gtp5g patch, features %s, mark mode %s already set", feats, cur), cur, nil
-	}
-	if err := gc.SetMarkMode(target); err != nil {
-		return "", 0, fmt.Errorf("set gtp5g mark mode %s: %w", target, err)
-	}
-	return fmt.Sprintf("gtp5g patch, features %s, mark mode %s -> %s", feats, cur, target), target, nil
-}
-
-// qosView joins gtp5g's rules with qosview, marks per the module's mode.
-// On stock gtp5g (which marks nothing) uplink flows get marks of gtpqos's
-// own, which the GTP-U classifier sets on N3 ingress for the N6 tree.
-func qosView(mode gtpnl.MarkMode, stock bool) watch.ViewFunc {
-	var marks watch.StockMarks
-	return func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) ([]shaper.Flow, []string) {
-		flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
-		if stock {
-			flows = marks.Assign(flows)
-		}
-		out := make([]string, len(problems))
-		for i, p := range problems {
-			out[i] = p.String()
-		}
-		return flows, out
-	}
-}
-
-// logViewProblems logs the rules the QoS view could not map, once per
-// change of the set.
-func logViewProblems(log *logrus.Logger, ps []string) {
-	if len(ps) == 0 {
-		log.Info("qos view: every rule maps to a flow again")
-		return
-	}
-	for _, p := range ps {
-		log.Warn("qos view: " + p)
-	}
-}
-
-// serveMetrics listens on addr (loopback only) and serves /metrics.
-func serveMetrics(addr string, m *watch.Metrics) (*http.Server, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, usagef("--metrics-addr %q: %v", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, usagef("--metrics-addr %q: not a loopback address (metrics are served on loopback only; put a proxy in front to export them)", addr)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return srv, nil
-}
-
-// reload re-reads the config file (SIGHUP) and applies what can change live.
-func reload(log *logrus.Logger, path string, override func(*watch.Config), old watch.Config,
-	dl, ul *watch.ShaperApplier, eng *watch.Engine) {
+// reload re-reads the config file (SIGHUP) and hands it to the daemon.
+func reload(log *logrus.Logger, path string, override func(*watch.Config), d *watch.Daemon) {
 	if path == "" {
 		log.Warn("SIGHUP: no --config file to reload")
 		return
 	}
 	cfg, err := loadWatchConfig(path, override)
+	var note string
 	if err == nil {
-		var dlPol, ulPol shaper.Policy
-		if dlPol, ulPol, err = cfg.Policies(); err == nil {
-			if dl.Tree() != nil && dl.Tree().Classifier != "" {
-				dlPol.Classifier = dl.Tree().Classifier
-				ulPol.Classifier = dl.Tree().Classifier
-			}
-			dl.SetPolicy(dlPol)
-			if ul != nil {
-				ul.SetPolicy(ulPol)
-			}
-		}
+		note, err = d.Reload(cfg)
 	}
 	if err != nil {
 		log.WithError(err).Error("SIGHUP: config not reloaded, keeping the running one")
 		return
 	}
-	if cfg.N3 != old.N3 || cfg.N6 != old.N6 || cfg.MetricsAddr != old.MetricsAddr || cfg.LockDir != old.LockDir {
-		log.Warn("SIGHUP: device, metrics or lock changes need a restart; applied rates and policy only")
+	if note != "" {
+		log.Warn("SIGHUP: " + note)
 	}
 	if lvl, err := logrus.ParseLevel(cfg.LogLevel); err == nil {
 		log.SetLevel(lvl)
 	}
 	log.Infof("SIGHUP: reloaded %s", path)
-	eng.RequestResync("reload")
 }
 
 // logObserver logs what the engine does: one info line per change, nothing
@@ -429,7 +219,7 @@ type logObserver struct {
 // over 10k flows); the rest go to debug after one summary line.
 const maxChangeLines = 50
 
-func (o *logObserver) Applied(dev string, res watch.Result, took time.Duration) {
+func (o *logObserver) Applied(dev string, res shaper.Report, took time.Duration) {
 	for i, c := range res.Changes {
 		e := o.log.WithField("dev", dev)
 		if c.Class != "" {
@@ -450,11 +240,11 @@ func (o *logObserver) Applied(dev string, res watch.Result, took time.Duration) 
 	}
 	if n := len(res.Changes); n > maxChangeLines {
 		o.log.WithField("dev", dev).Infof("%d more changes (log level debug shows them); %d flows, %d classes, took %s",
-			n-maxChangeLines, res.Flows, res.Classes, took.Round(time.Millisecond))
+			n-maxChangeLines, res.Flows, len(res.Classes), took.Round(time.Millisecond))
 	}
 }
 
-func (o *logObserver) Problems(dev string, ps []watch.Problem) {
+func (o *logObserver) Problems(dev string, ps []shaper.Problem) {
 	if len(ps) == 0 {
 		o.log.WithField("dev", dev).Info("planner problems solved")
 		return
@@ -462,9 +252,9 @@ func (o *logObserver) Problems(dev string, ps []watch.Problem) {
 	for _, p := range ps {
 		e := o.log.WithField("dev", dev)
 		if p.Flow != (shaper.FlowID{}) {
-			e = e.WithFields(logrus.Fields{"seid": p.Flow.SEID, "qer": p.Flow.QERID, "qfi": p.QFI})
+			e = e.WithFields(logrus.Fields{"seid": p.Flow.SEID, "qer": p.Flow.QERID})
 		}
-		e.Warn(p.Msg)
+		e.Warn(p.Severity.String() + ": " + p.Field + ": " + p.Detail)
 	}
 }
 
@@ -482,4 +272,18 @@ func (o *logObserver) Degraded(stage string, err error) {
 
 func (o *logObserver) Recovered(stage string) {
 	o.log.WithField("stage", stage).Info("working again")
+}
+
+func (o *logObserver) Note(msg string) { o.log.Info(msg) }
+
+// ViewProblems logs the rules the QoS view could not map, once per change
+// of the set.
+func (o *logObserver) ViewProblems(ps []string) {
+	if len(ps) == 0 {
+		o.log.Info("qos view: every rule maps to a flow again")
+		return
+	}
+	for _, p := range ps {
+		o.log.Warn("qos view: " + p)
+	}
 }

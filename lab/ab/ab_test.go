@@ -97,17 +97,21 @@ func TestMeasureFromCountersAndSeries(t *testing.T) {
 	if _, bad := shaper.FirstError(probs); bad {
 		t.Fatal(probs)
 	}
-	s1, s2 := map[uint32]htb.ClassStats{}, map[uint32]htb.ClassStats{}
+	rep := shaper.Report{}
+	for _, c := range tree.Classes {
+		rep.Classes = append(rep.Classes, shaper.ClassState{Handle: tree.Handle(c.Minor), Role: c.Role, Flow: c.Flow, Rate: c.Rate, Ceil: c.Ceil})
+	}
+	s1, s2 := map[string]shaper.Counters{}, map[string]shaper.Counters{}
 	for i, c := range tree.FlowClasses() {
-		id := tree.ClassID(c.Minor)
-		s1[id] = htb.ClassStats{Bytes: 1000, Packets: 1}
+		h := tree.Handle(c.Minor)
+		s1[h] = shaper.Counters{Bytes: 1000, Packets: 1}
 		pk := uint64(1000 * (i + 1))
-		s2[id] = htb.ClassStats{Bytes: 1000 + pk*1286, Packets: 1 + pk, Drops: 7}
+		s2[h] = shaper.Counters{Bytes: 1000 + pk*1286, Packets: 1 + pk, Drops: 7}
 	}
 	traffic := map[string]FlowTraffic{"A": {Mbps: []float64{0, 1, 16, 17, 99}, Lost: []int64{0, 0, 2, 3, 0}}}
 	o := Options{WindowStart: 2 * time.Second, WindowEnd: 4 * time.Second, Tolerance: 0.05, Payload: 1200}
 	var run RunResult
-	measure(&run, &o, arms[1], tree, 1, s1, s2, 2*time.Second, traffic)
+	measure(&run, &o, arms[1], rep, 1, s1, s2, 2*time.Second, traffic)
 	a, b := run.Flows[0], run.Flows[1]
 	if a.Goodput != 16.5 || a.Lost != 5 || !a.GBRPass || !a.MBRPass {
 		t.Errorf("flow A: %+v", a)

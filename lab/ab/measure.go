@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // GTPUOverhead is what N3 adds around an inner IPv4/UDP payload: inner
@@ -30,17 +29,25 @@ func payloadOf(o *Options, frame float64) float64 {
 
 // measure fills run from two counter snapshots dt apart and the receivers'
 // series.
-func measure(run *RunResult, o *Options, arm Arm, tree *htb.Tree, scale float64,
-	s1, s2 map[uint32]htb.ClassStats, dt time.Duration, traffic map[string]FlowTraffic) {
+func measure(run *RunResult, o *Options, arm Arm, rep shaper.Report, scale float64,
+	s1, s2 map[string]shaper.Counters, dt time.Duration, traffic map[string]FlowTraffic) {
 	w0, w1 := int(o.WindowStart/time.Second), int(o.WindowEnd/time.Second)
-	linkMbps := float64(tree.LinkRate) / 1e6
+	var linkMbps float64
+	var dflt string
+	for _, c := range rep.Classes {
+		switch c.Role {
+		case shaper.RoleLink:
+			linkMbps = float64(c.Rate) / 1e6
+		case shaper.RoleDefault:
+			dflt = c.Handle
+		}
+	}
 	var totBytes, totPkts uint64
 	for _, f := range arm.Flows {
 		fr := FlowRun{Name: flowName(f), GBR: float64(f.GBR) * scale / 1e6, MBR: float64(f.MBR) * scale / 1e6, Lost: -1}
-		if c, ok := tree.FlowClass(f.ID); ok {
-			id := tree.ClassID(c.Minor)
-			fr.Class = tree.Handle(c.Minor)
-			a, b := s1[id], s2[id]
+		if c, ok := rep.FlowClass(f.ID); ok {
+			fr.Class = c.Handle
+			a, b := s1[c.Handle], s2[c.Handle]
 			db, dp := b.Bytes-a.Bytes, b.Packets-a.Packets
 			if b.Bytes < a.Bytes || b.Packets < a.Packets {
 				db, dp = 0, 0 // class re-created between samples
@@ -87,9 +94,8 @@ func measure(run *RunResult, o *Options, arm Arm, tree *htb.Tree, scale float64,
 	if totPkts > 0 {
 		run.Frame = float64(totBytes) / float64(totPkts)
 	}
-	def := tree.ClassID(tree.DefaultMinor)
-	if s2[def].Packets >= s1[def].Packets {
-		run.Unclassified = s2[def].Packets - s1[def].Packets
+	if s2[dflt].Packets >= s1[dflt].Packets {
+		run.Unclassified = s2[dflt].Packets - s1[dflt].Packets
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // Validate checks the protocol and fills defaults.
@@ -130,11 +130,11 @@ func runOne(ctx context.Context, t Target, o *Options, arm Arm, index int) (RunR
 			return run, fmt.Errorf("native policer %s: %w", arm.Policer, err)
 		}
 	}
-	tree, summary, err := t.Apply(ctx, arm)
+	rep, err := t.Apply(ctx, arm)
 	if err != nil {
 		return run, err
 	}
-	run.Apply = summary
+	run.Apply = rep.Summary
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now().Add(100 * time.Millisecond)
@@ -148,15 +148,15 @@ func runOne(ctx context.Context, t Target, o *Options, arm Arm, index int) (RunR
 		m, err := t.Traffic(ctx, arm.Flows, start, o.Duration)
 		done <- trafficResult{m, err}
 	}()
-	sample := func(at time.Time) (map[uint32]htb.ClassStats, time.Time, error) {
+	sample := func(at time.Time) (map[string]shaper.Counters, time.Time, error) {
 		if err := sleepUntil(ctx, at); err != nil {
 			return nil, time.Time{}, err
 		}
-		s, err := t.ClassStats(ctx)
+		s, err := t.Counters(ctx)
 		return s, time.Now(), err
 	}
 	s1, t1, err1 := sample(start.Add(o.WindowStart))
-	var s2 map[uint32]htb.ClassStats
+	var s2 map[string]shaper.Counters
 	var t2 time.Time
 	if err1 == nil {
 		s2, t2, err1 = sample(start.Add(o.WindowEnd))
@@ -170,7 +170,7 @@ func runOne(ctx context.Context, t Target, o *Options, arm Arm, index int) (RunR
 	if tr.err != nil {
 		return run, fmt.Errorf("traffic: %w", tr.err)
 	}
-	measure(&run, o, arm, tree, t.Scale(), s1, s2, t2.Sub(t1), tr.m)
+	measure(&run, o, arm, rep, t.Scale(), s1, s2, t2.Sub(t1), tr.m)
 	if n, ok := t.(interface{ RunNotes() []string }); ok {
 		run.Notes = n.RunNotes()
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 // Target is where an experiment runs: the lab (traffic and receivers of its
@@ -16,11 +15,11 @@ type Target interface {
 	// Scale is the factor applied to every rate (the lab's rate scale; 1 on
 	// a device).
 	Scale() float64
-	// Apply makes the device's tree match the arm's plan and returns the
-	// tree and the reconciler's summary.
-	Apply(ctx context.Context, arm Arm) (*htb.Tree, string, error)
-	// ClassStats reads the device's class counters.
-	ClassStats(ctx context.Context) (map[uint32]htb.ClassStats, error)
+	// Apply makes the device enforce the arm (its rates scaled by Scale)
+	// and returns the backend's report.
+	Apply(ctx context.Context, arm Arm) (shaper.Report, error)
+	// Counters reads the device's class counters by class handle.
+	Counters(ctx context.Context) (map[string]shaper.Counters, error)
 	// Traffic runs traffic from start for d. It returns one per-second
 	// goodput series (Mbit/s) per flow name, plus per-flow loss per second
 	// and TCP retransmits; a device target returns nil after waiting.

@@ -7,40 +7,33 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
-	"github.com/vishvananda/netlink"
+	"github.com/free5gc/gtpqos/shaper/backends"
 )
 
 // DeviceTarget runs arms on a real UPF's device in the current network
 // namespace. It has no receivers: the operator drives the traffic, and the
 // flows' rates come from class counters.
 type DeviceTarget struct {
-	h       *netlink.Handle
+	be      shaper.Backend
 	dev     string
-	rec     *htb.Reconciler
-	prev    *htb.Tree
 	hadTree bool
 	lastArm string
 	Note    string
 }
 
-// NewDeviceTarget opens a netlink handle and a reconciler on dev.
-func NewDeviceTarget(ctx context.Context, dev string, opts ...htb.Option) (*DeviceTarget, error) {
-	if _, err := netlink.LinkByName(dev); err != nil {
-		return nil, fmt.Errorf("device %s: %w", dev, err)
-	}
-	h, err := netlink.NewHandle()
+// NewDeviceTarget opens the device's backend (o overrides the arms'
+// classifier or leaf) and remembers whether it held a gtpqos tree.
+func NewDeviceTarget(ctx context.Context, dev string, o backends.Options) (*DeviceTarget, error) {
+	be, err := backends.Open(dev, o)
 	if err != nil {
-		return nil, fmt.Errorf("netlink handle: %w", err)
+		return nil, err
 	}
-	t := &DeviceTarget{h: h, dev: dev, rec: htb.NewReconciler(h, dev, opts...)}
-	before, err := t.rec.Actual(ctx)
+	in, err := be.Inspect(ctx)
 	if err != nil && !errors.Is(err, shaper.ErrNotOwned) {
-		h.Close()
+		be.Close()
 		return nil, fmt.Errorf("device %s: read tree: %w", dev, err)
 	}
-	t.hadTree = before != nil
-	return t, nil
+	return &DeviceTarget{be: be, dev: dev, hadTree: in != nil && in.Owned}, nil
 }
 
 // Describe names the device.
@@ -49,15 +42,15 @@ func (t *DeviceTarget) Describe() string { return "device " + t.dev + " (class c
 // Scale is 1 on a device.
 func (t *DeviceTarget) Scale() float64 { return 1 }
 
-// Apply plans and reconciles the arm on the device.
-func (t *DeviceTarget) Apply(ctx context.Context, arm Arm) (*htb.Tree, string, error) {
+// Apply enforces the arm on the device.
+func (t *DeviceTarget) Apply(ctx context.Context, arm Arm) (shaper.Report, error) {
 	t.lastArm = arm.Name
-	return applyPlan(ctx, t.rec, &t.prev, arm, 1)
+	return applyArm(ctx, t.be, arm, 1)
 }
 
-// ClassStats reads the device's class counters.
-func (t *DeviceTarget) ClassStats(ctx context.Context) (map[uint32]htb.ClassStats, error) {
-	return t.rec.ClassStats(ctx)
+// Counters reads the device's class counters.
+func (t *DeviceTarget) Counters(ctx context.Context) (map[string]shaper.Counters, error) {
+	return t.be.Counters(ctx)
 }
 
 // Traffic waits for the run to end: traffic comes from elsewhere.
@@ -69,10 +62,11 @@ func (t *DeviceTarget) Traffic(ctx context.Context, _ []shaper.Flow, start time.
 // otherwise it leaves the last arm's tree and says so in Note (a running
 // 'gtpqos watch' puts its own tree back on its next resync).
 func (t *DeviceTarget) Close(ctx context.Context) error {
-	defer t.h.Close()
+	defer t.be.Close()
 	if t.hadTree {
 		t.Note = fmt.Sprintf("device %s had a gtpqos tree before the experiment; it now holds arm %s's tree", t.dev, t.lastArm)
 		return nil
 	}
-	return t.rec.Reset(ctx)
+	_, err := t.be.Reset(ctx)
+	return err
 }

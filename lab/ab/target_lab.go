@@ -2,20 +2,21 @@ package ab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/backends"
 )
 
 // LabTarget runs arms in a lab: the shaper reconciles the UPF's N3 veth,
 // the lab's senders and receivers make and measure the traffic.
 type LabTarget struct {
 	lab       *lab.Lab
-	rec       *htb.Reconciler
-	prev      *htb.Tree
+	be        shaper.Backend
+	shared    *backends.Shared
 	tcp       bool
 	payload   int
 	generator string
@@ -25,11 +26,35 @@ type LabTarget struct {
 // RunNotes returns the last run's datapath remarks (drops outside HTB).
 func (t *LabTarget) RunNotes() []string { return t.notes }
 
-// NewLabTarget returns a target on l's N3 device. opts go to the shaper's
-// reconciler (classifier, leaf).
-func NewLabTarget(l *lab.Lab, tcp bool, payload int, generator string, opts ...htb.Option) *LabTarget {
-	return &LabTarget{lab: l, rec: htb.NewReconciler(l.UPFNetlink(), lab.N3Dev, opts...),
-		tcp: tcp, payload: payload, generator: generator}
+// LabOptions configure a LabTarget.
+type LabOptions struct {
+	// TCP sends TCP instead of UDP; Payload is the UDP payload size;
+	// Generator the traffic generator (lab.TrafficBuiltin, iperf3).
+	TCP       bool
+	Payload   int
+	Generator string
+	// Backend overrides the arms' classifier or leaf kind.
+	Backend backends.Options
+	// NoMarks classifies by (TEID, QFI) with the GTP-U classifier, as on
+	// stock gtp5g (the lab then sends every flow with mark 0).
+	NoMarks bool
+}
+
+// NewLabTarget returns a target on l's N3 device.
+func NewLabTarget(l *lab.Lab, o LabOptions) (*LabTarget, error) {
+	t := &LabTarget{lab: l, tcp: o.TCP, payload: o.Payload, generator: o.Generator}
+	bo := o.Backend
+	bo.Handle, bo.Direction = l.UPFNetlink(), shaper.Downlink
+	if o.NoMarks {
+		t.shared = backends.NewShared(lab.N3Dev)
+		bo.Classifier, bo.Shared = shaper.KindGTPU, t.shared
+	}
+	be, err := backends.Open(lab.N3Dev, bo)
+	if err != nil {
+		return nil, err
+	}
+	t.be = be
+	return t, nil
 }
 
 // Describe names the lab's upf namespace and device.
@@ -55,32 +80,47 @@ func ScaleArm(arm Arm, s float64) ([]shaper.Flow, shaper.Policy) {
 	return flows, p
 }
 
-// applyPlan plans the arm (scaled) and reconciles it.
-func applyPlan(ctx context.Context, rec *htb.Reconciler, prev **htb.Tree, arm Arm, scale float64) (*htb.Tree, string, error) {
+// applyArm applies the arm, its rates scaled, with the backend; a plan
+// with an error problem writes nothing.
+func applyArm(ctx context.Context, be shaper.Backend, arm Arm, scale float64) (shaper.Report, error) {
 	flows, pol := ScaleArm(arm, scale)
-	tree, problems := htb.Plan(flows, pol, *prev)
-	if p, bad := shaper.FirstError(problems); bad {
-		return nil, "", fmt.Errorf("plan %s: %w", arm.Source, p)
-	}
-	res, err := rec.Reconcile(ctx, tree)
+	rep, err := be.Apply(ctx, flows, pol, shaper.ApplyOptions{Strict: true})
 	if err != nil {
-		return nil, "", err
+		return rep, fmt.Errorf("arm %s (%s): %w", arm.Name, arm.Source, err)
 	}
-	*prev = tree
-	return tree, res.Summary(), nil
+	return rep, nil
 }
 
-// Apply plans and reconciles the arm on the lab's N3 device.
-func (t *LabTarget) Apply(ctx context.Context, arm Arm) (*htb.Tree, string, error) {
+// Apply enforces the arm on the lab's N3 device.
+func (t *LabTarget) Apply(ctx context.Context, arm Arm) (shaper.Report, error) {
 	if err := CheckLabFlows(t.lab.PDRs(), arm); err != nil {
-		return nil, "", err
+		return shaper.Report{}, err
 	}
-	return applyPlan(ctx, t.rec, &t.prev, arm, t.lab.Scale())
+	if t.shared != nil {
+		arm = withLabTEIDs(arm, t.lab.PDRs())
+	}
+	return applyArm(ctx, t.be, arm, t.lab.Scale())
 }
 
-// ClassStats reads the N3 device's class counters.
-func (t *LabTarget) ClassStats(ctx context.Context) (map[uint32]htb.ClassStats, error) {
-	return t.rec.ClassStats(ctx)
+// withLabTEIDs gives the arm's flows without a TEID their lab PDR's TEID
+// (for the (TEID, QFI) classifier).
+func withLabTEIDs(arm Arm, pdrs []lab.PDR) Arm {
+	teid := map[string]uint32{}
+	for _, p := range pdrs {
+		teid[p.Name] = p.TEID
+	}
+	arm.Flows = append([]shaper.Flow(nil), arm.Flows...)
+	for i := range arm.Flows {
+		if f := &arm.Flows[i]; f.TEID == 0 {
+			f.TEID = teid[f.Name]
+		}
+	}
+	return arm
+}
+
+// Counters reads the N3 device's class counters.
+func (t *LabTarget) Counters(ctx context.Context) (map[string]shaper.Counters, error) {
+	return t.be.Counters(ctx)
 }
 
 // Traffic runs the lab's traffic and maps it to flow names.
@@ -121,8 +161,13 @@ func (t *LabTarget) Traffic(ctx context.Context, _ []shaper.Flow, start time.Tim
 	return out, nil
 }
 
-// Close removes the tree (the lab's namespaces go with the lab).
-func (t *LabTarget) Close(ctx context.Context) error { return t.rec.Reset(ctx) }
+// Close removes the tree and the GTP-U classifier (the lab's namespaces go
+// with the lab).
+func (t *LabTarget) Close(ctx context.Context) error {
+	_, err := t.be.Reset(ctx)
+	err = errors.Join(err, t.shared.Close(t.lab.UPFNetlink()))
+	return errors.Join(err, t.be.Close())
+}
 
 // CheckLabFlows checks that every flow of the arm has a lab PDR with the
 // same name, and that the PDR carries the flow's identity: SEID, QFI, TEID

@@ -124,7 +124,7 @@ func BenchmarkChurn1PctAt10k(b *testing.B) {
 	benchStep(b, base, next)
 }
 
-// The same steps with an incremental Reconciler (WithTrustLastWrite, as
+// The same steps with an incremental Reconciler (WithIncremental, as
 // gtpqos watch runs it): plan + diff against the last write, no read-back.
 
 // BenchmarkAddOneAt10kIncremental adds one flow to 10,000.

@@ -56,6 +56,16 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	}
 	t.sortClasses()
 	t.Leaf = readLeaf(st.byParent[t.ClassID(t.DefaultMinor)])
+	if err := r.readBindings(ctx, link, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// readBindings sets the tree's classifier and its flow classes' keys from
+// the first classifier (the one given, else fw, else bpf) that holds
+// entries.
+func (r *Reconciler) readBindings(ctx context.Context, link netlink.Link, t *Tree) error {
 	env := classify.Env{Handle: r.h, Link: link, Root: rootHandle()}
 	var cands []classify.Classifier
 	if r.cls != nil {
@@ -65,7 +75,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	for _, cl := range cands {
 		bs, err := cl.Bindings(ctx, env)
 		if err != nil {
-			return nil, fmt.Errorf("dev %s: read classifier %s: %w", r.dev, cl.Kind(), err)
+			return fmt.Errorf("dev %s: read classifier %s: %w", r.dev, cl.Kind(), err)
 		}
 		if len(bs) == 0 {
 			continue
@@ -81,14 +91,13 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 				c.Mark, c.TEID, c.QFI = b.Mark, b.TEID, b.QFI
 			}
 		}
-		break
+		return nil
 	}
-	if t.Classifier == "" {
-		if ok, _ := r.builtin(shaper.KindBPF).(*classify.MarkBPF).Installed(env); ok {
-			t.Classifier = shaper.KindBPF
-		}
+	// An installed program with an empty map is still the classifier.
+	if ok, _ := r.builtin(shaper.KindBPF).(*classify.MarkBPF).Installed(env); ok {
+		t.Classifier = shaper.KindBPF
 	}
-	return t, nil
+	return nil
 }
 
 func (r *Reconciler) reset(ctx context.Context) error {

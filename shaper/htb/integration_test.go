@@ -406,7 +406,7 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 	}
 }
 
-// TestIntegrationRoleChange plans without Previous so that a session's
+// TestIntegrationRoleChange plans without the previous tree so that a session's
 // minor becomes a flow's: the Reconciler must re-create it (a class with
 // children cannot take a leaf) and converge in one run.
 func TestIntegrationRoleChange(t *testing.T) {
@@ -419,7 +419,7 @@ func TestIntegrationRoleChange(t *testing.T) {
 		t.Fatalf("class 10 is %s, want the session", c.Role)
 	}
 	flat := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32}}
-	t2 := mustPlan(t, flat, shaper.DefaultPolicy(100*mbit), nil) // no Previous: 10 and 11 are flows now
+	t2 := mustPlan(t, flat, shaper.DefaultPolicy(100*mbit), nil) // no previous tree: 10 and 11 are flows now
 	res := mustReconcile(t, rec, t2)
 	t.Log(res.Summary())
 	l.matches(t, rec, t2)

@@ -8,17 +8,18 @@ import (
 
 // prevIndex finds a flow's class in the previous tree.
 type prevIndex struct {
-	byID   map[shaper.FlowID]Class
-	byMark map[uint32]Class
-	byTQ   map[[2]uint32]Class
+	flows *shaper.Index[Class]
 	// sessionBySEID maps SEIDs of session classes (planned trees only).
 	sessionBySEID map[uint64]Class
 	classes       map[uint16]Class
 }
 
 func newPrevIndex(t *Tree) *prevIndex {
-	ix := &prevIndex{byID: map[shaper.FlowID]Class{}, byMark: map[uint32]Class{}, byTQ: map[[2]uint32]Class{},
-		sessionBySEID: map[uint64]Class{}, classes: map[uint16]Class{}}
+	n := 0
+	if t != nil {
+		n = len(t.Classes)
+	}
+	ix := &prevIndex{flows: shaper.NewIndex[Class](n), sessionBySEID: map[uint64]Class{}, classes: make(map[uint16]Class, n)}
 	if t == nil {
 		return ix
 	}
@@ -26,15 +27,7 @@ func newPrevIndex(t *Tree) *prevIndex {
 		ix.classes[c.Minor] = c
 		switch c.Role {
 		case shaper.RoleFlow:
-			if c.Flow != (shaper.FlowID{}) {
-				ix.byID[c.Flow] = c
-			}
-			if c.Mark != 0 {
-				ix.byMark[c.Mark] = c
-			}
-			if c.TEID != 0 {
-				ix.byTQ[[2]uint32{c.TEID, uint32(c.QFI)}] = c
-			}
+			ix.flows.Add(c.Flow, c.Key(), c)
 		case shaper.RoleSession:
 			if c.SEID != 0 {
 				ix.sessionBySEID[c.SEID] = c
@@ -44,24 +37,8 @@ func newPrevIndex(t *Tree) *prevIndex {
 	return ix
 }
 
-// lookup finds f's class: by flow id, else (a class read from the kernel,
-// which knows no flow ids) by mark or by (TEID, QFI).
-func (ix *prevIndex) lookup(f *shaper.Flow) (Class, bool) {
-	if c, ok := ix.byID[f.ID]; ok {
-		return c, true
-	}
-	if f.Mark != 0 {
-		if c, ok := ix.byMark[f.Mark]; ok && c.Flow == (shaper.FlowID{}) {
-			return c, true
-		}
-	}
-	if f.TEID != 0 {
-		if c, ok := ix.byTQ[[2]uint32{f.TEID, uint32(f.QFI)}]; ok && c.Flow == (shaper.FlowID{}) {
-			return c, true
-		}
-	}
-	return Class{}, false
-}
+// lookup finds f's class (shaper.Index says how).
+func (ix *prevIndex) lookup(f *shaper.Flow) (Class, bool) { return ix.flows.Find(f) }
 
 // planner assigns class ids (minors) to the admitted flows and sessions and
 // builds the tree.

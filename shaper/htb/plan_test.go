@@ -302,7 +302,7 @@ func TestTCCommandsSeed(t *testing.T) {
 		"parent 6771:1 classid 6771:10 htb rate 15mbit ceil 18mbit burst 32k cburst 32k quantum 12500",
 		"parent 6771:1 classid 6771:11 htb rate 5mbit ceil 6mbit burst 32k cburst 32k quantum 12500",
 		"parent 6771:1 classid 6771:12 htb rate 1mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
-		"handle 0x2 fw flowid 6771:10", "handle 0x3 fw flowid 6771:11", "handle 0x4 fw flowid 6771:12",
+		"handle 0x2/0xffffff fw flowid 6771:10", "handle 0x3/0xffffff fw flowid 6771:11", "handle 0x4/0xffffff fw flowid 6771:12",
 		"fq_codel limit 1000 target 5ms interval 100ms",
 	} {
 		if !strings.Contains(out, want) {

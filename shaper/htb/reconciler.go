@@ -92,17 +92,24 @@ func (r *Reconciler) Resync() { r.mem = nil }
 // ClassStats is not counted).
 func (r *Reconciler) ClassListReads() int { return r.reads }
 
-// Reconcile makes the device's tree match desired with the fewest writes:
+// Reconcile makes the device's tree match desired with the fewest writes,
+// in an order that never points a packet at a class that does not exist:
 //
 //  1. the root HTB (handle OwnedMajor:, default DefaultMinor), the link class
 //     and the default class are created first if missing (if any of them
 //     fails on a fresh device, the root is deleted again so packets never sit
 //     in HTB's unshaped direct queue);
-//  2. classes are created parents first, and changed in place (ClassChange)
+//  2. classes whose parent differs are unbound from the classifier and
+//     deleted with their descendants (HTB cannot move a class), to be
+//     re-created in the next step;
+//  3. classes are created parents first, and changed in place (ClassChange)
 //     when rate, ceil, burst, cburst, quantum or prio differ;
-//  3. leaf qdiscs are created or replaced where they differ;
-//  4. the classifier syncs (adds entries for new classes, removes stale ones);
-//  5. classes not in desired are deleted, children first.
+//  4. the root's default is repaired if it names another class;
+//  5. leaf qdiscs are created or replaced where they differ;
+//  6. the classifier syncs (adds entries for new classes, removes stale
+//     ones), and on a full run the built-in classifiers not in use are
+//     removed;
+//  7. classes not in desired are deleted, children first.
 //
 // A class whose parent differs is the only thing deleted and re-created
 // (HTB cannot move a class). A second call with the same desired tree makes

@@ -16,7 +16,7 @@ type Result struct {
 	// Adopted is true when an existing gtpqos tree was found and kept.
 	CreatedRoot, Adopted bool
 	// Incremental is true when the run trusted the memory of the last
-	// successful run instead of reading the device (WithTrustLastWrite).
+	// successful run instead of reading the device (WithIncremental).
 	Incremental bool
 	// Created, Changed and Deleted list class minors.
 	Created, Changed, Deleted []uint16
@@ -82,4 +82,10 @@ type ClassStats struct {
 	Overlimits uint32
 	// Backlog and Qlen are bytes and packets queued now.
 	Backlog, Qlen uint32
+}
+
+// counters converts to the model's counters.
+func (s ClassStats) counters() shaper.Counters {
+	return shaper.Counters{Bytes: s.Bytes, Packets: s.Packets, Drops: uint64(s.Drops), Overlimits: uint64(s.Overlimits),
+		Backlog: uint64(s.Backlog), Qlen: uint64(s.Qlen)}
 }

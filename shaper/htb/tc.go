@@ -46,8 +46,8 @@ func (t *Tree) TCCommands(dev string) string {
 	case shaper.KindFw, shaper.KindAuto, "":
 		for _, c := range t.Classes {
 			if c.Role == shaper.RoleFlow && c.Mark != 0 {
-				w("tc filter replace dev %s parent %x: protocol all prio %d handle %#x fw flowid %s  # %s",
-					dev, t.Major, classify.FwPrio, c.Mark, t.Handle(c.Minor), classComment(c))
+				w("tc filter replace dev %s parent %x: protocol all prio %d handle %#x/%#x fw flowid %s  # %s",
+					dev, t.Major, classify.FwPrio, c.Mark, shaper.MarkMask, t.Handle(c.Minor), classComment(c))
 			}
 		}
 		if t.Classifier != shaper.KindFw {

@@ -110,6 +110,9 @@ func (t *Tree) FlowClass(id shaper.FlowID) (Class, bool) {
 	return Class{}, false
 }
 
+// Key is what binds the class's packets (flow classes).
+func (c Class) Key() shaper.Key { return shaper.Key{Mark: c.Mark, TEID: c.TEID, QFI: c.QFI} }
+
 // IsLeaf reports whether a class of this tree has no children (flows and
 // the default class): it holds a leaf qdisc.
 func (c Class) IsLeaf() bool { return c.Role == shaper.RoleFlow || c.Role == shaper.RoleDefault }

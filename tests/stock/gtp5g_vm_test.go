@@ -34,8 +34,9 @@ const leafEnv = "GTPQOS_STOCK_VM_LEAF"
 // gtp5g v0.10.2 is the point; a patched one sends the same GTP-U) and runs
 // TestStockGtp5gGuest there: real gtp5g UPF and RAN devices, the aware HTB
 // tree on N3 classified by gtpu, the seed's three UDP flows. The aware arm
-// must reproduce DESIGN.md's VM table (16.796 / 5.599 / 5.599 Mbit/s at
-// 30 Mbit/s, scaled) within 2%. It runs on demand (not in 'make vm-test'):
+// must reproduce docs/design.md's VM table (16.796 / 5.599 / 5.599 Mbit/s at
+// 30 Mbit/s, scaled) within 2%. 'make vm-test' runs it when GTP5G_KO is set
+// (it skips otherwise); alone:
 //
 //	GTPQOS_VM=1 GTP5G_KO=/path/to/gtp5g.ko go test -run TestVMStockGtp5g -v ./tests/stock/
 func TestVMStockGtp5g(t *testing.T) {
@@ -69,10 +70,10 @@ func TestVMStockGtp5g(t *testing.T) {
 	}
 }
 
-// The seed's table in the VM (DESIGN.md, "aware HTB, QFI read by u32").
+// The seed's table in the VM (docs/design.md, "aware HTB, QFI read by u32").
 var vmTable = map[string]float64{"A": 16.796e6, "B": 5.599e6, "C": 5.599e6}
 
-// TestStockGtp5gGuest is the guest side of TestVMStockGtp5g (DESIGN.md,
+// TestStockGtp5gGuest is the guest side of TestVMStockGtp5g (docs/design.md,
 // "Real gtp5g datapath in the VM"): UPF in the guest's root namespace
 // (upfgtp, N3 10.100.0.1, N6 10.200.0.1), gNB + UE in netns gnb (rangtp,
 // UE 10.60.0.1 on lo), DN in netns dn (10.200.0.2/.3/.4).
@@ -188,7 +189,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 	for i, f := range flows {
 		want := vmTable[f.name] * scale
 		if math.Abs(got[i]-want) > 0.02*want {
-			t.Errorf("flow %s: %s, want %s within 2%% (DESIGN.md VM table)", f.name, mbit(got[i]), mbit(want))
+			t.Errorf("flow %s: %s, want %s within 2%% (docs/design.md VM table)", f.name, mbit(got[i]), mbit(want))
 		}
 	}
 	st, err := cls.Objects().Stats()

@@ -81,7 +81,7 @@ func TestVerifyFlagsMisclassifiedFlow(t *testing.T) {
 		}
 	}
 	wantB := "class " + s.tree.Handle(bClass.Minor) + " (teid=999 qfi=3) counted no packets"
-	if code != 1 || !containsLine(lines, wantB) || !containsLine(lines, "matched no (TEID, QFI) entry") {
+	if code != 1 || !containsLine(lines, wantB) || !containsLine(lines, "matched no gtpu classifier entry") {
 		t.Errorf("broken classifier: exit %d, lines %q; want exit 1 with %q and a miss line", code, lines, wantB)
 	}
 

@@ -101,7 +101,7 @@ func TestABCountOnlyArm(t *testing.T) {
 // MBRs (-10%), and C, whose MBR is its offered rate, passes at least 90% of
 // it: the count-only tree did not shape (the other arms' link is 7.5 Mbit/s).
 // The policer does not protect GBR: with no HTB nothing is congested here,
-// so A's GBR is not asserted for the policer-only arm (DESIGN.md's VM table:
+// so A's GBR is not asserted for the policer-only arm (docs/design.md's VM table:
 // with the policer and one shared class, A and B miss GBR). With the aware
 // tree as well, A still gets its GBR (-5%).
 func checkPolicerArms(t *testing.T, got map[string]map[string]float64) {

@@ -198,7 +198,7 @@ func TestGtp5gGuestAB(t *testing.T) {
 			got[r.Arm][f.Name] = f.Goodput
 		}
 	}
-	// Scaled seed expectations (DESIGN.md: static 9.33 x3, aware 16.8/5.6/5.6
+	// Scaled seed expectations (docs/design.md: static 9.33 x3, aware 16.8/5.6/5.6
 	// at full scale): static shares equally and misses A's GBR; aware meets
 	// A's GBR and holds B at its MBR.
 	gbrA, mbrB := 15*abScale, 6*abScale

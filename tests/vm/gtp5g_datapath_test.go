@@ -72,7 +72,7 @@ const (
 	policerMBR = 1e6 // bit/s, flow B's MBR in the policer check
 )
 
-// gtp5gLab is the topology of DESIGN.md "Real gtp5g datapath in the VM":
+// gtp5gLab is the topology of docs/design.md "Real gtp5g datapath in the VM":
 // UPF in the root namespace (upfgtp, N3 10.100.0.1, N6 10.200.0.1), gNB +
 // UEs in netns gnb (rangtp in RAN role, 10.60.0.1 and 10.60.0.2 on lo),
 // DN in netns dn (10.200.0.2/.3/.4).

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// TestVMShaperIntegration runs the shaper's netns integration tests on the
+// TestVMShaperIntegration runs the HTB backend's netns integration tests on the
 // Debian kernel, where cls_fw and fq_codel exist, so the shaper picks the
 // fw classifier and fq_codel leaves (the 10k-class test included: ~10 s
 // under TCG).
 func TestVMShaperIntegration(t *testing.T) {
-	RunGoTests(t, "./shaper/", "TestIntegration", nil, 5*time.Minute)
+	RunGoTests(t, "./shaper/htb/", "TestIntegration", nil, 5*time.Minute)
 }
 
 // labRateScale is the lab's rate scale in the VM, unless

@@ -86,13 +86,28 @@ func (u uplink) Sync(ctx context.Context, env classify.Env, table classify.Table
 
 // Bindings reads the uplink maps back: (TEID, QFI) -> mark -> class.
 // Before the first Sync it reads the maps of a mark_egress program an
-// earlier run left attached to the device.
+// earlier run left attached to the device, joined with those of the
+// gtpu_ingress program on N3 (when the Classifier knows N3).
 func (u uplink) Bindings(ctx context.Context, env classify.Env) ([]classify.Binding, error) {
 	u.c.mu.Lock()
 	defer u.c.mu.Unlock()
 	s, err := u.c.snapshot(env, env.Link, Egress)
 	if s == nil || err != nil {
 		return nil, err
+	}
+	if len(s.Uplink) == 0 && u.c.objs == nil && u.c.opts.N3 != "" && u.c.opts.N3 != env.Link.Attrs().Name {
+		// mark_egress reads no (TEID, QFI) map: take gtpu_ingress's on N3.
+		n3, err := u.c.n3Link(env)
+		if err != nil {
+			return nil, err
+		}
+		in, err := ReadAttached(env.Handle, n3, Ingress)
+		if err != nil {
+			return nil, err
+		}
+		if in != nil {
+			s.Uplink = in.Uplink
+		}
 	}
 	return s.UplinkBindings(env.Root), nil
 }

@@ -1,20 +1,19 @@
-package main
+package status
 
 import (
-	"bytes"
 	"context"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/backends"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/tests/shapetest"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -70,27 +69,27 @@ func sendWithPriority(t *testing.T, ns *testenv.NetNS, dst [4]byte, prio uint32)
 // through the attached programs' (TEID, QFI) maps, and the class that
 // carries traffic shows a live rate within its ceil.
 func TestIntegrationStatusTreesGTPU(t *testing.T) {
-	l := newStockLab(t)
-	l.shape(t)
-	l.ns.Run(t, "ip", "addr", "add", "10.77.0.1/24", "dev", l.n3)
+	l := shapetest.NewStockLab(t)
+	l.Shape(t)
+	l.NS.Run(t, "ip", "addr", "add", "10.77.0.1/24", "dev", l.N3)
 	// A neighbour that answers nothing: the datagrams leave N3 (through its
 	// tree) and the peer drops them (wrong MAC).
-	l.ns.Run(t, "ip", "neigh", "add", "10.77.0.9", "lladdr", "02:00:00:00:00:09", "dev", l.n3)
+	l.NS.Run(t, "ip", "neigh", "add", "10.77.0.9", "lladdr", "02:00:00:00:00:09", "dev", l.N3)
 
 	// Flows as qosview gives them on stock gtp5g: no marks.
 	var flows []shaper.Flow
-	for _, f := range stockTestFlows() {
+	for _, f := range shapetest.StockFlows() {
 		f.Mark = 0
 		flows = append(flows, f)
 	}
-	busy, ok := l.dl.FlowClass(flows[0].ID)
+	busy, ok := l.DL.FlowClass(flows[0].ID)
 	if !ok {
 		t.Fatalf("planned tree lacks %s", flows[0].ID)
 	}
-	sendWithPriority(t, l.ns, [4]byte{10, 77, 0, 9}, l.dl.ClassID(busy.Minor))
+	sendWithPriority(t, l.NS, [4]byte{10, 77, 0, 9}, shapetest.ClassID(t, busy.Handle))
 	time.Sleep(200 * time.Millisecond) // past the initial burst
 
-	v, err := netlinkTrees{h: l.h, n3: l.n3, n6: l.n6, interval: 500 * time.Millisecond}.read(context.Background(), flows)
+	v, err := DeviceTrees{Handle: l.H, N3: l.N3, N6: l.N6, Interval: 500 * time.Millisecond}.Read(context.Background(), flows)
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
@@ -102,14 +101,14 @@ func TestIntegrationStatusTreesGTPU(t *testing.T) {
 	}
 	wantGTPU := map[string][]string{"N3": {gtpu.FilterDownlink, gtpu.FilterUplinkN3}, "N6": {gtpu.FilterUplinkN6}}
 	for _, d := range v.Devices {
-		if !d.Tree || d.FlowClasses != 2 || d.Mode != "gtpu" || d.Error != "" {
-			t.Errorf("%s %s: %+v; want tree with 2 flow classes, mode gtpu", d.Role, d.Dev, d)
+		if !d.Tree || d.Root != "6771:" || d.FlowClasses != 2 || d.Mode != "gtpu" || d.Error != "" {
+			t.Errorf("%s %s: %+v; want tree 6771: with 2 flow classes, mode gtpu", d.Role, d.Dev, d)
 		}
 		var got []string
 		for _, g := range d.GTPU {
-			got = append(got, g.Filter)
-			if g.Entries != 2 {
-				t.Errorf("%s: %s has %d entries, want 2", d.Dev, g.Filter, g.Entries)
+			got = append(got, g.Name)
+			if g.Entries != 2 || g.Dev != d.Dev {
+				t.Errorf("%s: %s has %d entries (dev %q), want 2", d.Dev, g.Name, g.Entries, g.Dev)
 			}
 		}
 		if strings.Join(got, ",") != strings.Join(wantGTPU[d.Role], ",") {
@@ -117,14 +116,14 @@ func TestIntegrationStatusTreesGTPU(t *testing.T) {
 		}
 	}
 	for _, f := range flows {
-		tree := l.dl
+		rep := l.DL
 		if f.Direction == shaper.Uplink {
-			tree = l.ul
+			rep = l.UL
 		}
-		c, _ := tree.FlowClass(f.ID)
-		ci, ok := v.Classes[statusFlowKey{f.ID, f.Direction}]
-		if !ok || ci.Class != tree.Handle(c.Minor) || ci.Rate == nil {
-			t.Errorf("flow %s %s: %+v (found %v); want class %s with a rate", f.ID, f.Direction, ci, ok, tree.Handle(c.Minor))
+		c, _ := rep.FlowClass(f.ID)
+		ci, ok := v.Classes[FlowKey{f.ID, f.Direction}]
+		if !ok || ci.Class != c.Handle || ci.Rate == nil {
+			t.Errorf("flow %s %s: %+v (found %v); want class %s with a rate", f.ID, f.Direction, ci, ok, c.Handle)
 			continue
 		}
 		rate := *ci.Rate
@@ -132,12 +131,12 @@ func TestIntegrationStatusTreesGTPU(t *testing.T) {
 		case f.ID == flows[0].ID && f.Direction == flows[0].Direction:
 			// 8 Mbit/s offered into a 2/4 Mbit/s class: at most ceil plus
 			// one 32 KiB burst over the interval.
-			t.Logf("busy flow %s: class %s, live rate %s (ceil %s)", f.ID, ci.Class, formatLiveRate(rate), shaper.FormatRate(c.Ceil))
+			t.Logf("busy flow %s: class %s, live rate %s (ceil %s)", f.ID, ci.Class, shaper.FormatRate(rate), shaper.FormatRate(c.Ceil))
 			if rate < 1e6 || rate > c.Ceil+32*1024*8*2 {
-				t.Errorf("busy flow %s: rate %s, want about its ceil %s", f.ID, formatLiveRate(rate), shaper.FormatRate(c.Ceil))
+				t.Errorf("busy flow %s: rate %d bit/s, want about its ceil %s", f.ID, rate, shaper.FormatRate(c.Ceil))
 			}
 		case rate != 0:
-			t.Errorf("idle flow %s %s: rate %s, want 0", f.ID, f.Direction, formatLiveRate(rate))
+			t.Errorf("idle flow %s %s: rate %d bit/s, want 0", f.ID, f.Direction, rate)
 		}
 	}
 }
@@ -148,59 +147,48 @@ func TestIntegrationStatusTreesMark(t *testing.T) {
 	testenv.RequireCmd(t, "ip")
 	ns := testenv.NewNetNS(t)
 	ns.AddVethPair(t, "gqm0", "gqm1")
-	h := netlinkHandleIn(t, ns)
+	h := shapetest.HandleIn(t, ns)
 	flows := []shaper.Flow{
 		{ID: shaper.FlowID{SEID: 1, QERID: 1}, QFI: 1, Direction: shaper.Downlink, GBR: 1e6, MBR: 2e6, Mark: 0x21},
 		{ID: shaper.FlowID{SEID: 2, QERID: 1}, QFI: 1, Direction: shaper.Downlink, GBR: 1e6, MBR: 2e6, Mark: 0x22},
 	}
-	tree, probs := htb.Plan(flows, shaper.DefaultPolicy(100e6), nil)
-	if len(probs) > 0 {
-		t.Fatal(probs)
+	be, err := backends.Open("gqm0", backends.Options{Handle: h})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := htb.NewReconciler(h, "gqm0").Reconcile(context.Background(), tree); err != nil {
-		t.Fatalf("reconcile: %v", err)
+	applied, err := be.Apply(context.Background(), flows, shaper.DefaultPolicy(100e6), shaper.ApplyOptions{Strict: true})
+	_ = be.Close()
+	if err != nil || len(applied.Problems) > 0 {
+		t.Fatalf("apply: %v (problems %v)", err, applied.Problems)
 	}
-	v, err := netlinkTrees{h: h, n3: "gqm0", n6: "gqnone0", interval: 50 * time.Millisecond}.read(context.Background(), flows)
+	v, err := DeviceTrees{Handle: h, N3: "gqm0", N6: "gqnone0", Interval: 50 * time.Millisecond}.Read(context.Background(), flows)
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	if len(v.Devices) != 2 || !strings.HasPrefix(v.Devices[0].Mode, "mark (") || len(v.Devices[0].GTPU) != 0 {
-		t.Fatalf("devices %+v; want N3 with mode mark (fw|bpf), no gtpu programs", v.Devices)
+	if len(v.Devices) != 2 || !strings.HasPrefix(v.Devices[0].Mode, "mark (") || len(v.Devices[0].GTPU) != 0 ||
+		!v.Devices[0].Tree || v.Devices[0].Root != "6771:" || v.Devices[0].FlowClasses != 2 {
+		t.Fatalf("devices %+v; want N3 with tree 6771: of 2 flow classes, mode mark (fw|bpf), no gtpu programs", v.Devices)
 	}
 	// The missing N6 is a problem naming it, not an error.
 	if v.Devices[1].Error == "" || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "gqnone0") {
 		t.Errorf("missing N6: device %+v, problems %q", v.Devices[1], v.Problems)
 	}
 	for _, f := range flows {
-		c, _ := tree.FlowClass(f.ID)
-		if ci := v.Classes[statusFlowKey{f.ID, f.Direction}]; ci.Class != tree.Handle(c.Minor) || ci.Rate == nil || *ci.Rate != 0 {
-			t.Errorf("flow %s: %+v; want class %s, rate 0", f.ID, ci, tree.Handle(c.Minor))
+		c, _ := applied.FlowClass(f.ID)
+		if ci := v.Classes[FlowKey{f.ID, f.Direction}]; ci.Class != c.Handle || ci.Rate == nil || *ci.Rate != 0 {
+			t.Errorf("flow %s: %+v; want class %s, rate 0", f.ID, ci, c.Handle)
 		}
 	}
 	// The whole report: the patched-gtp5g flow with mark 0x21 lands in
-	// flow 1's class, and the device line names the mode.
-	rep, err := collectStatus(context.Background(), fakeStatus{feats: 0xf}, func() statusTrees {
-		return netlinkTrees{h: h, n3: "gqm0", interval: 50 * time.Millisecond}
+	// flow 1's class, and the device names the mode.
+	rep, err := Collect(context.Background(), fakeSource{feats: 0xf}, func() Trees {
+		return DeviceTrees{Handle: h, N3: "gqm0", Interval: 50 * time.Millisecond}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	renderStatus(&buf, rep)
-	c, _ := tree.FlowClass(flows[0].ID)
-	if len(rep.Flows) != 1 || rep.Flows[0].Class != tree.Handle(c.Minor) || !strings.Contains(buf.String(), "N3 gqm0 (downlink): tree 6771: with 2 flow classes, classification mark (") {
-		t.Errorf("report flows %+v; text:\n%s", rep.Flows, buf.String())
+	c, _ := applied.FlowClass(flows[0].ID)
+	if len(rep.Flows) != 1 || rep.Flows[0].Class != c.Handle || len(rep.Devices) != 1 || !strings.HasPrefix(rep.Devices[0].Mode, "mark (") || len(rep.Problems) != 0 {
+		t.Errorf("report flows %+v, devices %+v, problems %q; want flow 1's class %s on N3 classified by mark", rep.Flows, rep.Devices, rep.Problems, c.Handle)
 	}
-	t.Logf("gtpqos status (fake gtp5g, real tree):\n%s", buf.String())
-}
-
-// netlinkHandleIn opens a netlink handle inside ns, closed when the test ends.
-func netlinkHandleIn(t *testing.T, ns *testenv.NetNS) *netlink.Handle {
-	t.Helper()
-	h, err := netlink.NewHandleAt(ns.Handle)
-	if err != nil {
-		t.Fatalf("netlink handle in netns: %v", err)
-	}
-	t.Cleanup(h.Close)
-	return h
 }

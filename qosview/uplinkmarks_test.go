@@ -1,4 +1,4 @@
-package watch
+package qosview
 
 import (
 	"slices"
@@ -8,22 +8,22 @@ import (
 )
 
 func uplink(seid uint64, qer uint32, mark uint32) shaper.Flow {
-	f := flow(seid, qer, 1, 0, 1e6)
+	f := shaper.Flow{ID: shaper.FlowID{SEID: seid, QERID: qer}, QFI: 1, MBR: 1e6}
 	f.Direction, f.Mark, f.TEID = shaper.Uplink, mark, uint32(seid)
 	return f
 }
 
-func TestStockMarksUniqueStableAndSparing(t *testing.T) {
+func TestUplinkMarksUniqueStableAndSparing(t *testing.T) {
 	var in []shaper.Flow
 	for s := uint64(1); s <= 3000; s++ {
 		in = append(in, uplink(s, 1, 0), uplink(s, 2, 0))
 	}
 	in = append(in, uplink(9000, 1, 0x42)) // already marked: kept
-	dl := flow(9001, 1, 1, 0, 1e6)
+	dl := shaper.Flow{ID: shaper.FlowID{SEID: 9001, QERID: 1}, QFI: 1, Direction: shaper.Downlink, MBR: 1e6}
 	dl.Mark = 0
 	in = append(in, dl) // downlink: left alone
 
-	var sm StockMarks
+	var sm UplinkMarks
 	out := sm.Assign(in)
 	seen := map[uint32]shaper.FlowID{}
 	for i, f := range out {
@@ -46,11 +46,11 @@ func TestStockMarksUniqueStableAndSparing(t *testing.T) {
 		seen[f.Mark] = f.ID
 	}
 
-	// A restarted daemon (fresh StockMarks) given the same rules in
+	// A restarted daemon (fresh UplinkMarks) given the same rules in
 	// another order assigns the same marks: it adopts its classes.
 	rev := slices.Clone(in)
 	slices.Reverse(rev)
-	var fresh StockMarks
+	var fresh UplinkMarks
 	again := map[shaper.FlowID]uint32{}
 	for _, f := range fresh.Assign(rev) {
 		again[f.ID] = f.Mark

@@ -1,4 +1,4 @@
-package watch
+package qosview
 
 import (
 	"hash/fnv"
@@ -16,7 +16,7 @@ const (
 	stockMarkSpan = 0xF00000
 )
 
-// StockMarks gives uplink flows a mark on stock gtp5g, which marks
+// UplinkMarks gives uplink flows a mark on stock gtp5g, which marks
 // nothing: the GTP-U classifier sets it on N3 ingress from (TEID, QFI), and
 // the N6 tree classifies the decapsulated packet by it. A flow keeps its
 // mark while it exists; a new flow gets a hash of its identity (SEID, QER
@@ -24,13 +24,13 @@ const (
 // after a restart and the restarted daemon adopts its classes. Flows that
 // already carry a mark, and downlink flows (classified by TEID and QFI
 // directly), are left alone. It is safe for concurrent use.
-type StockMarks struct {
+type UplinkMarks struct {
 	mu     sync.Mutex
 	byFlow map[shaper.FlowID]uint32
 }
 
 // Assign returns flows with a mark on every uplink flow that had none.
-func (s *StockMarks) Assign(flows []shaper.Flow) []shaper.Flow {
+func (s *UplinkMarks) Assign(flows []shaper.Flow) []shaper.Flow {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byFlow == nil {
@@ -57,7 +57,7 @@ func (s *StockMarks) Assign(flows []shaper.Flow) []shaper.Flow {
 	}
 	// Keep the marks of known flows first, then place new ones in identity
 	// order, so the result does not depend on the input order.
-	slices.SortFunc(todo, func(a, b int) int { return cmpFlowID(out[a].ID, out[b].ID) })
+	slices.SortFunc(todo, func(a, b int) int { return shaper.CompareFlowID(out[a].ID, out[b].ID) })
 	var fresh []int
 	for _, i := range todo {
 		if m, ok := s.byFlow[out[i].ID]; ok && !used[m] {
@@ -93,18 +93,4 @@ func markHash(id shaper.FlowID) uint32 {
 	}
 	_, _ = h.Write(b[:])
 	return h.Sum32()
-}
-
-func cmpFlowID(a, b shaper.FlowID) int {
-	switch {
-	case a.SEID < b.SEID:
-		return -1
-	case a.SEID > b.SEID:
-		return 1
-	case a.QERID < b.QERID:
-		return -1
-	case a.QERID > b.QERID:
-		return 1
-	}
-	return 0
 }

@@ -1,0 +1,145 @@
+// Package backends opens a shaper.Backend by name: the one place that knows
+// which backends exist, so the CLI, the watch engine and the lab never name
+// one. Adding a backend means adding a case here.
+//
+// It may import the model and every backend package.
+package backends
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb"
+)
+
+// Default is the backend used when a policy names none.
+const Default = htb.Name
+
+// Names lists the backends gtpqos has.
+var Names = []string{htb.Name}
+
+// Options configure a backend for one device.
+type Options struct {
+	// Backend names the backend ("" is Default).
+	Backend string
+	// Handle is an open route-netlink handle to use (e.g. in another
+	// network namespace); nil opens one in the current namespace, closed
+	// by the Backend's Close.
+	Handle *netlink.Handle
+	// Force lets Apply replace a root qdisc gtpqos did not create.
+	Force bool
+	// Classifier and Leaf override the policy's kinds ("" keeps them).
+	Classifier shaper.ClassifierKind
+	Leaf       shaper.LeafKind
+	// Incremental makes Apply trust its last write between Resyncs (the
+	// watch daemon).
+	Incremental bool
+	// Direction is the flows' direction on this device (downlink on N3,
+	// uplink on N6): it picks the half of a GTP-U classifier.
+	Direction shaper.Direction
+	// N3 names the N3 device (the GTP-U classifier's uplink entries live
+	// on its ingress).
+	N3 string
+	// Shared holds what a UPF's N3 and N6 backends share (the GTP-U
+	// classifier's objects); nil: nothing shared.
+	Shared *Shared
+}
+
+// Shared is what the backends of one UPF share: the GTP-U classifier,
+// whose N3 ingress program marks uplink packets for the N6 tree.
+type Shared struct{ gtpu *gtpu.Classifier }
+
+// NewShared returns the shared state for a UPF whose N3 device is n3.
+func NewShared(n3 string) *Shared { return &Shared{gtpu: gtpu.New(gtpu.Options{N3: n3})} }
+
+// Close detaches what the shared classifier attached through h (nil: the
+// current network namespace) and releases its objects.
+func (s *Shared) Close(h *netlink.Handle) error {
+	if s == nil {
+		return nil
+	}
+	if h == nil {
+		var err error
+		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+			return fmt.Errorf("open netlink: %w", err)
+		}
+		defer h.Close()
+	}
+	return s.gtpu.Close(h)
+}
+
+// Open returns the backend for dev. It checks that the device exists.
+func Open(dev string, o Options) (shaper.Backend, error) {
+	name := o.Backend
+	if name == "" {
+		name = Default
+	}
+	if name != htb.Name {
+		return nil, fmt.Errorf("unknown backend %q (want %s)", name, htb.Name)
+	}
+	h, closeH := o.Handle, func() {}
+	if h == nil {
+		var err error
+		// Route netlink only: xfrm or netfilter netlink may be missing
+		// (minimal VMs, containers), and nothing here needs them.
+		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+			return nil, fmt.Errorf("open netlink: %w", err)
+		}
+		closeH = h.Close
+	}
+	if dev == "" {
+		closeH()
+		return nil, fmt.Errorf("no device given")
+	}
+	if _, err := h.LinkByName(dev); err != nil {
+		closeH()
+		return nil, fmt.Errorf("device %s: %w", dev, err)
+	}
+	ho := htb.Options{Force: o.Force, Classifier: o.Classifier, Leaf: o.Leaf, Incremental: o.Incremental, N3: o.N3}
+	if o.Classifier == shaper.KindGTPU {
+		g := gtpu.New(gtpu.Options{N3: o.N3})
+		if o.Shared != nil {
+			g = o.Shared.gtpu
+		}
+		ho.Custom = g.Downlink()
+		if o.Direction == shaper.Uplink {
+			ho.Custom = g.Uplink()
+		}
+	}
+	return htb.Open(h, closeH, dev, ho), nil
+}
+
+// Planned is a backend's plan for a set of flows, made without a device.
+type Planned struct {
+	// Problems are the plan's problems.
+	Problems []shaper.Problem
+	// Classifier is the classifier kind the plan is for.
+	Classifier shaper.ClassifierKind
+	render     func(dev string) string
+}
+
+// Render returns the plan as the commands an operator would type (tc for
+// HTB) on device dev ("" shows DEV); gtpqos itself never runs them.
+func (p Planned) Render(dev string) string {
+	if p.render == nil {
+		return ""
+	}
+	return p.render(dev)
+}
+
+// Plan plans flows under pol with the policy's backend, touching nothing.
+func Plan(flows []shaper.Flow, pol shaper.Policy) (Planned, error) {
+	if pol.Backend != "" && pol.Backend != htb.Name {
+		return Planned{}, fmt.Errorf("unknown backend %q (want %s)", pol.Backend, htb.Name)
+	}
+	t, probs := htb.Plan(flows, pol, nil)
+	p := Planned{Problems: probs, Classifier: pol.Classifier}
+	if t != nil {
+		p.Classifier, p.render = t.Classifier, t.TCCommands
+	}
+	return p, nil
+}

@@ -1,0 +1,191 @@
+package htb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+)
+
+// Name is the backend's name in policies and output.
+const Name = "htb"
+
+// Options configure a Backend.
+type Options struct {
+	// Force lets Apply replace a root qdisc gtpqos did not create.
+	Force bool
+	// Classifier overrides the policy's classifier kind ("" keeps it).
+	Classifier shaper.ClassifierKind
+	// Custom is the classifier to use instead of a built-in one (package
+	// gtpu's views); its kind overrides the policy's.
+	Custom classify.Classifier
+	// Leaf overrides the policy's leaf kind ("" keeps it).
+	Leaf shaper.LeafKind
+	// Incremental makes Apply trust its last successful write between
+	// Resyncs (see Reconciler.Reconcile).
+	Incremental bool
+	// N3 names the N3 device, where the GTP-U classifier keeps the uplink
+	// (TEID, QFI) -> mark entries an N6 tree's classes are bound by.
+	N3 string
+}
+
+// Backend is the HTB backend (shaper.Backend) for one device. It keeps the
+// last planned tree so class ids stay stable from one Apply to the next,
+// and is safe for concurrent use.
+type Backend struct {
+	mu    sync.Mutex
+	h     *netlink.Handle
+	close func()
+	dev   string
+	opts  Options
+	rec   *Reconciler
+	// prev is the last tree Apply made true (nil: plan against the
+	// kernel's tree next time).
+	prev *Tree
+}
+
+// Open returns the HTB backend for dev through h (kept open for the
+// Backend's life; closeH, if not nil, is called by Close).
+func Open(h *netlink.Handle, closeH func(), dev string, o Options) *Backend {
+	var ro []Option
+	ro = append(ro, WithForce(o.Force), WithIncremental(o.Incremental))
+	if o.Custom != nil {
+		ro = append(ro, WithClassifier(o.Custom))
+	} else if o.Classifier != "" && o.Classifier != shaper.KindAuto {
+		ro = append(ro, WithClassifierKind(o.Classifier))
+	}
+	if o.Leaf != "" {
+		ro = append(ro, WithLeaf(o.Leaf))
+	}
+	return &Backend{h: h, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}
+}
+
+// Name returns "htb".
+func (b *Backend) Name() string { return Name }
+
+// Dev returns the device.
+func (b *Backend) Dev() string { return b.dev }
+
+// Reconciler returns the backend's reconciler (for tests and benchmarks
+// that count its reads).
+func (b *Backend) Reconciler() *Reconciler { return b.rec }
+
+// Apply implements shaper.Backend.
+func (b *Backend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (shaper.Report, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rep := shaper.Report{Dev: b.dev, Backend: Name, Flows: len(flows)}
+	prev := b.prev
+	if prev == nil {
+		actual, err := b.rec.Actual(ctx)
+		if err != nil && !(b.opts.Force && errors.Is(err, shaper.ErrNotOwned)) {
+			return rep, err
+		}
+		prev = actual // nil when the device has no tree yet
+	}
+	tree, problems := Plan(flows, b.policy(pol), prev)
+	rep.Problems = problems
+	if p, bad := shaper.FirstError(problems); bad && (tree == nil || opt.Strict) {
+		return rep, fmt.Errorf("dev %s: %w", b.dev, p)
+	}
+	res, err := b.rec.Reconcile(ctx, tree)
+	rep.Writes, rep.Summary = res.Writes, res.Summary()
+	rep.Notes = append(append(rep.Notes, res.Notes...), res.Classifier.Notes...)
+	if err != nil {
+		// The device may be gone or recreated: read it afresh next time.
+		b.prev = nil
+		return rep, err
+	}
+	rep.Changes = changes(res, tree, prev)
+	rep.Classes = classStates(tree)
+	b.prev = tree
+	return rep, nil
+}
+
+// policy applies the backend's overrides to pol.
+func (b *Backend) policy(pol shaper.Policy) shaper.Policy {
+	switch {
+	case b.opts.Custom != nil:
+		pol.Classifier = b.opts.Custom.Kind()
+	case b.opts.Classifier != "" && b.opts.Classifier != shaper.KindAuto:
+		pol.Classifier = b.opts.Classifier
+	}
+	if b.opts.Leaf != "" {
+		pol.Leaf.Kind = b.opts.Leaf
+	}
+	return pol
+}
+
+// Counters implements shaper.Backend.
+func (b *Backend) Counters(ctx context.Context) (map[string]shaper.Counters, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st, err := b.rec.ClassStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]shaper.Counters, len(st))
+	for id, s := range st {
+		out[classify.Handle(id)] = s.counters()
+	}
+	return out, nil
+}
+
+// Resync implements shaper.Backend.
+func (b *Backend) Resync() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rec.Resync()
+}
+
+// Close releases the netlink handle (when the Backend was given a closer).
+// The device keeps its tree and classifier.
+func (b *Backend) Close() error {
+	if b.close != nil {
+		b.close()
+		b.close = nil
+	}
+	return nil
+}
+
+// Reset implements shaper.Backend: it removes the GTP-U classifier's clsact
+// filters (and the clsact qdisc if gtpqos added it and nothing else is on
+// it) and the HTB tree rooted at OwnedMajor, with the mark classifier
+// under it. A foreign root qdisc stays.
+func (b *Backend) Reset(ctx context.Context) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.prev = nil
+	link, err := b.h.LinkByName(b.dev)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", b.dev, err)
+	}
+	lines, err := gtpu.RemoveAll(b.h, link)
+	if err != nil {
+		return lines, err
+	}
+	t, err := b.rec.Actual(ctx)
+	switch {
+	case errors.Is(err, shaper.ErrNotOwned) || (err == nil && t == nil):
+		if len(lines) == 0 {
+			return []string{fmt.Sprintf("dev %s: no gtpqos tree or classifier (nothing removed)", b.dev)}, nil
+		}
+		return append(lines, fmt.Sprintf("dev %s: no gtpqos tree", b.dev)), nil
+	case err != nil:
+		return lines, err
+	}
+	if err := b.rec.Reset(ctx); err != nil {
+		return lines, err
+	}
+	what := ""
+	if t.Classifier != "" {
+		what = fmt.Sprintf(", classifier %s", t.Classifier)
+	}
+	return append(lines, fmt.Sprintf("dev %s: removed the gtpqos tree (%d classes%s)", b.dev, len(t.Classes), what)), nil
+}

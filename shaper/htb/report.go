@@ -1,0 +1,123 @@
+package htb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+)
+
+// classState converts a class of t to the model's form.
+func classState(t *Tree, c Class) shaper.ClassState {
+	cs := shaper.ClassState{Handle: t.Handle(c.Minor), Role: c.Role, Flow: c.Flow, Name: c.Name, GBR: c.GBR, MBR: c.MBR,
+		Key: c.Key(), Rate: c.Rate, Ceil: c.Ceil}
+	if c.Parent != 0 {
+		cs.Parent = t.Handle(c.Parent)
+	}
+	if c.Role == shaper.RoleSession {
+		cs.SEID = c.SEID
+	}
+	return cs
+}
+
+// classStates converts every class of t.
+func classStates(t *Tree) []shaper.ClassState {
+	out := make([]shaper.ClassState, 0, len(t.Classes))
+	for _, c := range t.Classes {
+		out = append(out, classState(t, c))
+	}
+	return out
+}
+
+// changes lists what a reconcile wrote, one entry per class created,
+// changed or deleted (named from the new tree, or the old one for
+// deletions), plus one for the root and one for the classifier.
+func changes(res Result, tree, prev *Tree) []shaper.Change {
+	var out []shaper.Change
+	if res.CreatedRoot {
+		out = append(out, shaper.Change{Op: "add", Object: "qdisc", Class: tree.Handle(0),
+			Detail: fmt.Sprintf("root htb, link %s", shaper.FormatRate(tree.LinkRate))})
+	}
+	class := func(op string, t *Tree, minor uint16) shaper.Change {
+		c := shaper.Change{Op: op, Object: "class", Class: fmt.Sprintf("%x:%x", OwnedMajor, minor)}
+		if t == nil {
+			return c
+		}
+		cl, ok := t.Find(minor)
+		if !ok {
+			return c
+		}
+		c.Role, c.Flow, c.Name, c.QFI, c.Rate, c.Ceil = cl.Role, cl.Flow, cl.Name, cl.QFI, cl.Rate, cl.Ceil
+		if cl.Role == shaper.RoleSession {
+			c.Flow = shaper.FlowID{SEID: cl.SEID}
+		}
+		c.Detail = cl.Role.String()
+		if op != "delete" {
+			c.Detail = fmt.Sprintf("%s rate %s ceil %s", cl.Role, shaper.FormatRate(cl.Rate), shaper.FormatRate(cl.Ceil))
+		}
+		return c
+	}
+	for _, m := range res.Created {
+		out = append(out, class("add", tree, m))
+	}
+	for _, m := range res.Changed {
+		out = append(out, class("change", tree, m))
+	}
+	for _, m := range res.Deleted {
+		out = append(out, class("delete", prev, m))
+	}
+	cr := res.Classifier
+	if n := cr.Added + cr.Changed + cr.Deleted; n > 0 {
+		out = append(out, shaper.Change{Op: "sync", Object: string(res.ClassifierKind),
+			Detail: fmt.Sprintf("classifier entries added %d, changed %d, deleted %d", cr.Added, cr.Changed, cr.Deleted)})
+	}
+	return out
+}
+
+// Inspect implements shaper.Backend: the tree under the owned root with
+// each flow class's classifier key and counters, and the GTP-U programs on
+// the device's clsact hooks. Without a classifier given at Open, an
+// attached GTP-U program decides which one reads the bindings.
+func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	in := &shaper.Inspection{Dev: b.dev, Backend: Name}
+	link, err := b.h.LinkByName(b.dev)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", b.dev, err)
+	}
+	att, err := gtpu.Inspect(b.h, link)
+	if err != nil {
+		return nil, err
+	}
+	in.Attachments = att.Attachments
+	rec := b.rec
+	if b.opts.Custom == nil {
+		if v := att.Egress.View(b.opts.N3); v != nil {
+			rec = NewReconciler(b.h, b.dev, WithClassifier(v))
+		}
+	}
+	t, err := rec.Actual(ctx)
+	if err != nil || t == nil {
+		return in, err
+	}
+	stats, err := rec.ClassStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in.Owned, in.Root = true, fmt.Sprintf("%x:", t.Major)
+	in.Classifier, in.Leaf, in.Default = t.Classifier, t.Leaf.Kind, t.Handle(t.DefaultMinor)
+	ids := make(map[uint32]bool, len(t.Classes))
+	for _, c := range t.Classes {
+		cs := classState(t, c)
+		cs.Counters = stats[t.ClassID(c.Minor)].counters()
+		in.Classes = append(in.Classes, cs)
+		ids[t.ClassID(c.Minor)] = true
+	}
+	if att.Egress != nil {
+		in.Unplaced = att.Egress.Unplaced()
+		in.Problems = att.Egress.Dangling(b.dev, t.ClassID(0), ids)
+	}
+	return in, nil
+}

@@ -1,0 +1,109 @@
+// Package layout checks the repository's layout rules: the QoS model and
+// the rules-to-flows view stay free of kernel dependencies, and product
+// functions stay short enough to read on a screen.
+package layout
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// root is the repository's top directory.
+func root(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// kernelImports are the packages that talk to the kernel.
+var kernelImports = []string{
+	"github.com/vishvananda/netlink", "github.com/vishvananda/netns", "github.com/cilium/ebpf",
+	"golang.org/x/sys", "github.com/mdlayher/netlink", "github.com/mdlayher/genetlink",
+}
+
+// modelPackages must not reach the kernel.
+var modelPackages = []string{"./shaper"}
+
+// TestModelHasNoKernelImports fails if the model (package shaper) or
+// qosview depends, directly or not, on a package that talks to the kernel.
+func TestModelHasNoKernelImports(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command on PATH")
+	}
+	for _, pkg := range modelPackages {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+		cmd.Dir = root(t)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, k := range kernelImports {
+				if dep == k || strings.HasPrefix(dep, k+"/") {
+					t.Errorf("%s depends on %s: the model must not reach the kernel (move that code to a backend)", pkg, dep)
+				}
+			}
+		}
+	}
+}
+
+// maxFuncLines is the longest a product function may be.
+const maxFuncLines = 80
+
+// TestFunctionLength fails for product functions longer than maxFuncLines
+// (tests, generated code and the tests/ tree are exempt).
+func TestFunctionLength(t *testing.T) {
+	top := root(t)
+	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(top, path)
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") || rel == "tests" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || generated(path) {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			if n > maxFuncLines {
+				t.Errorf("%s: func %s is %d lines (max %d): split it along its steps", rel, fn.Name.Name, n, maxFuncLines)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// generated reports whether a Go file says it is generated.
+func generated(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	head := string(b[:min(len(b), 512)])
+	return strings.Contains(head, "Code generated") && strings.Contains(head, "DO NOT EDIT")
+}

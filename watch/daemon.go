@@ -1,0 +1,260 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/qosview"
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/backends"
+)
+
+// Daemon is `gtpqos watch` put together from a Config: gtp5g's rules as
+// the source, one backend per device, the engine, and the metrics. Start
+// fails fast, with one error naming the thing at fault, before anything is
+// changed.
+type Daemon struct {
+	cfg     Config
+	obs     Observer
+	eng     *Engine
+	src     *GTP5GSource
+	dl, ul  shaper.Backend
+	shared  *backends.Shared
+	locks   []*Lock
+	metrics *Metrics
+	// Mode says how the daemon follows gtp5g and classifies packets, in
+	// one line.
+	Mode string
+}
+
+// Start checks the config, gtp5g and the devices, takes the devices'
+// locks, sets the gtp5g patch's mark mode, and builds the engine. Nothing
+// runs until Run. obs receives what the engine does (nil: discarded).
+func Start(cfg Config, obs Observer) (*Daemon, error) {
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	d := &Daemon{cfg: cfg, obs: obs, metrics: NewMetrics()}
+	dlPol, ulPol, err := cfg.Policies()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MarkMode != "keep" {
+		if _, err := gtpnl.ParseMarkMode(cfg.MarkMode); err != nil {
+			return nil, fmt.Errorf("mark mode: %w (or keep)", err)
+		}
+	}
+	// gtp5g first: without it nothing else matters.
+	gc, err := gtpnl.Dial()
+	if err != nil {
+		return nil, err // "gtp5g module not loaded"
+	}
+	defer gc.Close()
+	feats, err := gc.Features()
+	if err != nil {
+		return nil, fmt.Errorf("gtp5g features: %w", err)
+	}
+	patched := feats.Has(gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents)
+	if patched && dlPol.Classifier == shaper.KindGTPU {
+		return nil, fmt.Errorf("classifier gtpu is for stock gtp5g; this gtp5g (features %s) marks packets: use auto, fw or bpf", feats)
+	}
+	if !patched {
+		d.shared = backends.NewShared(cfg.N3)
+	}
+	// The devices must exist, and only one watch may manage each: both are
+	// checked before the mark mode changes.
+	if err := d.openBackends(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := d.lockDevices(); err != nil {
+		return nil, err
+	}
+	markMode := gtpnl.MarkOff
+	if patched {
+		line, mode, err := ensureMarkMode(gc, cfg.MarkMode, feats)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		markMode = mode
+		d.Mode = fmt.Sprintf("mode: events (%s), classifier %s by mark", line, dlPol.Classifier)
+	} else {
+		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
+		d.Mode = fmt.Sprintf("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
+			time.Duration(cfg.Poll), feats)
+	}
+	d.src = d.source(patched, markMode, feats)
+	opt := Options{Source: d.src, Downlink: d.dl, DownlinkPolicy: dlPol, Poll: time.Duration(cfg.Poll),
+		Resync: time.Duration(cfg.Resync), Retry: time.Duration(cfg.Retry), Observer: obs, Metrics: d.metrics}
+	if d.ul != nil {
+		opt.Uplink, opt.UplinkPolicy = d.ul, ulPol
+	}
+	if d.eng, err = New(opt); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// devices lists the N3 device and, if set, the N6 device.
+func (c Config) devices() []string {
+	if c.N6 == "" {
+		return []string{c.N3}
+	}
+	return []string{c.N3, c.N6}
+}
+
+// lockDevices takes every device's lock: only one watch manages a device.
+func (d *Daemon) lockDevices() error {
+	for _, dev := range d.cfg.devices() {
+		lk, err := LockDevice(d.cfg.LockDir, dev)
+		if err != nil {
+			d.Close()
+			return err
+		}
+		d.locks = append(d.locks, lk)
+	}
+	return nil
+}
+
+// openBackends opens the N3 (downlink) and N6 (uplink) backends, in
+// incremental mode, sharing one GTP-U classifier on stock gtp5g.
+func (d *Daemon) openBackends() error {
+	o := backends.Options{Backend: d.cfg.Policy.Backend, Force: d.cfg.Force, Incremental: true, N3: d.cfg.N3}
+	if d.shared != nil { // stock gtp5g: the GTP-U classifier
+		o.Classifier, o.Shared = shaper.KindGTPU, d.shared
+	}
+	var err error
+	o.Direction = shaper.Downlink
+	if d.dl, err = backends.Open(d.cfg.N3, o); err != nil {
+		return err
+	}
+	if d.cfg.N6 != "" {
+		o.Direction = shaper.Uplink
+		if d.ul, err = backends.Open(d.cfg.N6, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// source is gtp5g through gtpnl: with the patch, events and the module's
+// marks; without, polling, with uplink marks of gtpqos's own for the GTP-U
+// classifier. A reloaded patched module gets its mark mode back.
+func (d *Daemon) source(patched bool, mode gtpnl.MarkMode, feats gtpnl.Features) *GTP5GSource {
+	var first atomic.Bool // the source's first dial follows Start's checks
+	first.Store(true)
+	var marks qosview.UplinkMarks
+	return &GTP5GSource{
+		Dial: gtpnl.Dial,
+		View: func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) ([]shaper.Flow, []string) {
+			flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
+			if !patched {
+				flows = marks.Assign(flows)
+			}
+			out := make([]string, len(problems))
+			for i, p := range problems {
+				out[i] = p.String()
+			}
+			return flows, out
+		},
+		WithEvents:     patched,
+		OnViewProblems: d.obs.ViewProblems,
+		OnConnect: func(c *gtpnl.Client) error {
+			if !patched || first.Swap(false) {
+				return nil
+			}
+			// gtp5g was reloaded: a fresh module marks nothing.
+			line, _, err := ensureMarkMode(c, d.cfg.MarkMode, feats)
+			if err == nil {
+				d.obs.Note("gtp5g reconnected: " + line)
+			}
+			return err
+		},
+	}
+}
+
+// Metrics returns the daemon's metrics.
+func (d *Daemon) Metrics() *Metrics { return d.metrics }
+
+// Run keeps the trees in step until ctx is done. With CleanupOnExit it then
+// removes them; otherwise they stay, shaping.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.eng.Run(ctx); err != nil {
+		return err
+	}
+	if !d.cfg.CleanupOnExit {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return d.eng.Cleanup(cctx)
+}
+
+// Reload applies a re-read config: policies and rates at once (with a full
+// resync); a change of device, metrics address or lock directory needs a
+// restart, which the returned note says. A config that does not load
+// leaves the running one in place.
+func (d *Daemon) Reload(cfg Config) (note string, err error) {
+	dl, ul, err := cfg.Policies()
+	if err != nil {
+		return "", err
+	}
+	// The classification mode is the daemon's, not the file's.
+	if cur, ok := d.eng.Policy(shaper.Downlink); ok {
+		dl.Classifier, ul.Classifier = cur.Classifier, cur.Classifier
+	}
+	d.eng.SetPolicies(dl, ul)
+	if cfg.N3 != d.cfg.N3 || cfg.N6 != d.cfg.N6 || cfg.MetricsAddr != d.cfg.MetricsAddr || cfg.LockDir != d.cfg.LockDir ||
+		cfg.Policy.Backend != d.cfg.Policy.Backend {
+		note = "device, backend, metrics or lock changes need a restart; applied rates and policy only"
+	}
+	d.eng.RequestResync("reload")
+	return note, nil
+}
+
+// Close releases the backends, the source and the device locks.
+func (d *Daemon) Close() error {
+	var errs []error
+	if d.src != nil {
+		errs = append(errs, d.src.Close())
+	}
+	for _, b := range []shaper.Backend{d.dl, d.ul} {
+		if b != nil {
+			errs = append(errs, b.Close())
+		}
+	}
+	for _, l := range d.locks {
+		errs = append(errs, l.Unlock())
+	}
+	d.locks = nil
+	return errors.Join(errs...)
+}
+
+// ensureMarkMode sets the patch's mark mode unless it is already what the
+// operator wants ("keep": anything but off is kept, off becomes flow).
+func ensureMarkMode(gc *gtpnl.Client, want string, feats gtpnl.Features) (string, gtpnl.MarkMode, error) {
+	cur, err := gc.MarkMode()
+	if err != nil {
+		return "", 0, fmt.Errorf("gtp5g mark mode: %w", err)
+	}
+	target := cur
+	switch {
+	case want == "keep" && cur == gtpnl.MarkOff:
+		target = gtpnl.MarkFlow
+	case want != "keep":
+		target, _ = gtpnl.ParseMarkMode(want)
+	}
+	if target == cur {
+		return fmt.Sprintf("gtp5g patch, features %s, mark mode %s already set", feats, cur), cur, nil
+	}
+	if err := gc.SetMarkMode(target); err != nil {
+		return "", 0, fmt.Errorf("set gtp5g mark mode %s: %w", target, err)
+	}
+	return fmt.Sprintf("gtp5g patch, features %s, mark mode %s -> %s", feats, cur, target), target, nil
+}
