@@ -10,6 +10,11 @@ import (
 // someone else and force is off: gtpqos changes nothing there.
 var ErrNotOwned = errors.New("root qdisc not created by gtpqos")
 
+// ErrFullApplyNeeded is returned (wrapped) by Backend.Update when the
+// backend has no state to update (nothing applied yet, or a failure): the
+// caller must Apply every flow.
+var ErrFullApplyNeeded = errors.New("a full apply is needed")
+
 // Backend enforces the QoS flows of one device in the kernel: it plans
 // classes for the flows, makes the device hold them, and reads back what
 // the device holds. The HTB backend (package shaper/htb) is the first;
@@ -29,6 +34,16 @@ type Backend interface {
 	// Flows with an Error problem are left out, unless opt.Strict: then
 	// such a problem fails Apply before anything is written.
 	Apply(ctx context.Context, flows []Flow, pol Policy, opt ApplyOptions) (Report, error)
+	// Update applies the flows of the given sessions (an empty list: the
+	// session is gone) on top of what the last Apply or Update made true,
+	// with work proportional to the change; the other sessions keep their
+	// flows. Before a successful Apply, and after any failure, it returns
+	// an error wrapping ErrFullApplyNeeded: the caller then calls Apply
+	// with every flow. The report lists only what the update touched.
+	Update(ctx context.Context, sessions map[uint64][]Flow, pol Policy) (Report, error)
+	// Classes returns the classes the last successful Apply or Update
+	// planned (flow classes carry their flow), for metrics.
+	Classes() []ClassState
 	// Inspect reads what the device enforces now: its classes, the key
 	// (mark, TEID, QFI) that binds each flow class, and their counters. It
 	// returns an Inspection with Owned false when the device holds no tree
@@ -71,10 +86,13 @@ type Report struct {
 	Summary string
 	// Notes are one-line remarks (auto-detection, fallbacks, force).
 	Notes []string
-	// Flows is how many flows were asked for; Classes the planned classes
-	// (flow classes carry their flow).
-	Flows   int
-	Classes []ClassState
+	// Flows and ClassCount are how many flows and classes the device's
+	// plan holds after the apply; Classes are the planned classes the
+	// apply covered (all of them for Apply, the changed ones for Update;
+	// flow classes carry their flow).
+	Flows      int
+	ClassCount int
+	Classes    []ClassState
 }
 
 // InSync reports whether Apply wrote nothing.

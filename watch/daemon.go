@@ -152,16 +152,14 @@ func (d *Daemon) source(patched bool, mode gtpnl.MarkMode, feats gtpnl.Features)
 	var marks qosview.UplinkMarks
 	return &GTP5GSource{
 		Dial: gtpnl.Dial,
-		View: func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) ([]shaper.Flow, []string) {
+		View: func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) ([]shaper.Flow, []qosview.Problem) {
 			flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
 			if !patched {
+				// Stock gtp5g has no events: every view is of the whole
+				// dump, so the marks are assigned over all flows.
 				flows = marks.Assign(flows)
 			}
-			out := make([]string, len(problems))
-			for i, p := range problems {
-				out[i] = p.String()
-			}
-			return flows, out
+			return flows, problems
 		},
 		WithEvents:     patched,
 		OnViewProblems: d.obs.ViewProblems,

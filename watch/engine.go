@@ -16,9 +16,9 @@ const (
 	DefaultPoll   = 2 * time.Second
 	DefaultResync = 60 * time.Second
 	DefaultRetry  = 2 * time.Second
-	// sessionReadLimit is how many changed sessions the engine reads one by
-	// one (SessionSource) before a full snapshot is cheaper.
-	sessionReadLimit = 256
+	// maxQueuedEvents bounds the change events waiting for the engine;
+	// beyond it they are dropped for one full resync.
+	maxQueuedEvents = 1 << 16
 )
 
 // Options configure an Engine.
@@ -54,20 +54,23 @@ type device struct {
 	dir      shaper.Direction
 	be       shaper.Backend
 	problems string // last reported problem set, to report changes only
+	// needFull says the next reconcile must apply every flow (start, a
+	// resync with a reason, a failure); otherwise only changed sessions
+	// go to the backend.
+	needFull bool
 
-	// mu guards pol (replaced by SetPolicies) and classes (the last
-	// report's classes, read by metrics scrapes).
-	mu      sync.Mutex
-	pol     shaper.Policy
-	classes []shaper.ClassState
+	// mu guards pol (replaced by SetPolicies while the engine runs).
+	mu  sync.Mutex
+	pol shaper.Policy
 }
 
 // pending is the work the event pump has queued for the engine.
 type pending struct {
-	seids  map[uint64]struct{}
-	full   bool
-	reason string // why a full resync is due ("" = silent poll)
-	lost   bool   // the event subscription ended
+	// changes are the change events, in arrival order.
+	changes []Event
+	full    bool
+	reason  string // why a full resync is due ("" = silent poll)
+	lost    bool   // the event subscription ended
 }
 
 // Engine keeps the devices' trees in step with the Source. Create it with
@@ -117,10 +120,10 @@ func New(opt Options) (*Engine, error) {
 		e.obs = nopObserver{}
 	}
 	if opt.Downlink != nil {
-		e.devs = append(e.devs, &device{dir: shaper.Downlink, be: opt.Downlink, pol: opt.DownlinkPolicy})
+		e.devs = append(e.devs, &device{dir: shaper.Downlink, be: opt.Downlink, pol: opt.DownlinkPolicy, needFull: true})
 	}
 	if opt.Uplink != nil {
-		e.devs = append(e.devs, &device{dir: shaper.Uplink, be: opt.Uplink, pol: opt.UplinkPolicy})
+		e.devs = append(e.devs, &device{dir: shaper.Uplink, be: opt.Uplink, pol: opt.UplinkPolicy, needFull: true})
 	}
 	if opt.Metrics != nil {
 		for _, d := range e.devs {
@@ -236,7 +239,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.opt.Metrics.failed("events")
 			continue
 		}
-		if !p.full && len(p.seids) == 0 {
+		if !p.full && len(p.changes) == 0 {
 			continue
 		}
 		if err := e.sync(ctx, p); err != nil {
@@ -360,12 +363,12 @@ func (e *Engine) pump(ctx context.Context, ch <-chan Event, gen uint64) {
 	for ev := range ch {
 		e.opt.Metrics.event(ev.Kind)
 		e.mu.Lock()
-		switch ev.Kind {
-		case EventChange:
-			if e.pend.seids == nil {
-				e.pend.seids = map[uint64]struct{}{}
-			}
-			e.pend.seids[ev.SEID] = struct{}{}
+		switch {
+		case ev.Kind == EventChange && len(e.pend.changes) < maxQueuedEvents:
+			e.pend.changes = append(e.pend.changes, ev)
+		case ev.Kind == EventChange:
+			e.pend.changes = nil
+			e.markFull("more change events queued than the engine keeps")
 		default: // EventResync, or a kind this engine does not know
 			reason := "lost events"
 			if ev.Err != nil {
@@ -387,81 +390,147 @@ func (e *Engine) pump(ctx context.Context, ch <-chan Event, gen uint64) {
 	e.kick()
 }
 
-// sync reads what changed from the source and reconciles every device.
+// sync folds what changed into the engine's flows and reconciles every
+// device: a full resync dumps the source (and, with a reason, makes the
+// backends read their devices back); change events are folded in, in
+// order, after it. Only the sessions that changed go to the backends,
+// unless a device needs a full apply.
 func (e *Engine) sync(ctx context.Context, p pending) error {
-	ss, perSession := e.opt.Source.(SessionSource)
-	full := p.full || !perSession || len(p.seids) > sessionReadLimit
-	if full {
-		if p.reason != "" {
-			// Retries during an outage are counted, not reported: the
-			// outage itself was (Degraded), once.
-			if p.reason != "retry" {
-				e.obs.Resync(p.reason)
-			}
-			e.opt.Metrics.resync(p.reason)
-		}
-		flows, err := e.opt.Source.Snapshot(ctx)
-		if err != nil {
-			e.degrade("source", err)
+	changed := map[uint64]bool{}
+	if p.full {
+		if err := e.snapshot(ctx, p.reason, changed); err != nil {
 			return err
 		}
-		e.flows = groupBySession(flows)
-		if p.reason != "" {
-			// A resync with a reason also reads the devices' trees
-			// back (drift repair); a silent poll trusts the last write.
-			for _, d := range e.devs {
-				d.be.Resync()
-			}
+	}
+	for _, ev := range p.changes {
+		flows, err := e.opt.Source.Apply(ev)
+		if err != nil {
+			e.degrade("source", err)
+			e.mu.Lock()
+			e.markFull("events: " + err.Error())
+			e.mu.Unlock()
+			e.kick()
+			return err
 		}
-	} else {
-		for seid := range p.seids {
-			flows, err := ss.Session(ctx, seid)
-			if err != nil {
-				e.degrade("source", err)
-				return err
-			}
-			if len(flows) == 0 {
-				delete(e.flows, seid)
-			} else {
-				e.flows[seid] = flows
-			}
+		if !sameFlows(e.flows[ev.SEID], flows) {
+			changed[ev.SEID] = true
+		}
+		if len(flows) == 0 {
+			delete(e.flows, ev.SEID)
+		} else {
+			e.flows[ev.SEID] = flows
 		}
 	}
 	e.recover("source")
-	return e.applyAll(ctx)
+	return e.applyAll(ctx, changed)
 }
 
-// applyAll reconciles every device to the current flows; a device that
-// fails does not stop the others.
-func (e *Engine) applyAll(ctx context.Context) error {
+// snapshot dumps the source and notes which sessions differ from the
+// engine's flows. A resync with a reason also makes the backends read
+// their devices back (drift repair) and apply every flow; a silent poll
+// trusts the last write and sends only what changed.
+func (e *Engine) snapshot(ctx context.Context, reason string, changed map[uint64]bool) error {
+	if reason != "" {
+		// Retries during an outage are counted, not reported: the outage
+		// itself was (Degraded), once.
+		if reason != "retry" {
+			e.obs.Resync(reason)
+		}
+		e.opt.Metrics.resync(reason)
+	}
+	flows, err := e.opt.Source.Snapshot(ctx)
+	if err != nil {
+		e.degrade("source", err)
+		return err
+	}
+	next := groupBySession(flows)
+	for seid, fl := range next {
+		if !sameFlows(e.flows[seid], fl) {
+			changed[seid] = true
+		}
+	}
+	for seid := range e.flows {
+		if _, ok := next[seid]; !ok {
+			changed[seid] = true
+		}
+	}
+	e.flows = next
+	if reason != "" {
+		for _, d := range e.devs {
+			d.be.Resync()
+			d.needFull = true
+		}
+	}
+	return nil
+}
+
+// applyAll reconciles every device; a device that fails does not stop the
+// others.
+func (e *Engine) applyAll(ctx context.Context, changed map[uint64]bool) error {
 	var errs []error
 	for _, d := range e.devs {
-		flows := e.flowsFor(d.dir)
-		d.mu.Lock()
-		pol := d.pol
-		d.mu.Unlock()
-		start := time.Now()
-		rep, err := d.be.Apply(ctx, flows, pol, shaper.ApplyOptions{})
-		took := time.Since(start)
-		dev := d.be.Dev()
-		e.opt.Metrics.applied(dev, rep, took, err)
-		if err != nil {
-			e.degrade(dev, err)
+		if err := e.applyDevice(ctx, d, changed); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		d.mu.Lock()
-		d.classes = rep.Classes
-		d.mu.Unlock()
-		e.recover(dev)
-		e.obs.Applied(dev, rep, took)
-		if key := problemKey(rep.Problems); key != d.problems {
-			d.problems = key
-			e.obs.Problems(dev, rep.Problems)
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// applyDevice sends a device's changed sessions to its backend, or every
+// flow when the device needs a full apply (or the backend asks for one).
+func (e *Engine) applyDevice(ctx context.Context, d *device, changed map[uint64]bool) error {
+	d.mu.Lock()
+	pol := d.pol
+	d.mu.Unlock()
+	dev := d.be.Dev()
+	start := time.Now()
+	var rep shaper.Report
+	err := shaper.ErrFullApplyNeeded
+	if !d.needFull {
+		if len(changed) == 0 {
+			return nil
+		}
+		rep, err = d.be.Update(ctx, e.sessionsFor(d.dir, changed), pol)
+	}
+	if errors.Is(err, shaper.ErrFullApplyNeeded) {
+		rep, err = d.be.Apply(ctx, e.flowsFor(d.dir), pol, shaper.ApplyOptions{})
+	}
+	took := time.Since(start)
+	e.opt.Metrics.applied(dev, rep, took, err)
+	if err != nil {
+		d.needFull = true
+		e.degrade(dev, err)
+		return err
+	}
+	d.needFull = false
+	e.recover(dev)
+	e.obs.Applied(dev, rep, took)
+	if key := problemKey(rep.Problems); key != d.problems {
+		d.problems = key
+		e.obs.Problems(dev, rep.Problems)
+	}
+	return nil
+}
+
+// sessionsFor returns the changed sessions' flows of one direction (an
+// empty list for a session with none left in that direction).
+func (e *Engine) sessionsFor(dir shaper.Direction, changed map[uint64]bool) map[uint64][]shaper.Flow {
+	out := make(map[uint64][]shaper.Flow, len(changed))
+	for seid := range changed {
+		var fl []shaper.Flow
+		for _, f := range e.flows[seid] {
+			if f.Direction == dir {
+				fl = append(fl, f)
+			}
+		}
+		out[seid] = fl
+	}
+	return out
+}
+
+// sameFlows reports whether two lists hold the same flows in the same
+// order.
+func sameFlows(a, b []shaper.Flow) bool { return slices.Equal(a, b) }
 
 // flowsFor returns the current flows of one direction, in a stable order.
 func (e *Engine) flowsFor(dir shaper.Direction) []shaper.Flow {

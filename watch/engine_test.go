@@ -348,3 +348,46 @@ func TestEngineCleanupResetsEveryDevice(t *testing.T) {
 		t.Errorf("Policy(uplink) of an engine without an uplink device: ok")
 	}
 }
+
+// TestEngineSendsOnlyChangedSessions checks that after the start-up's full
+// apply, an event and a poll that finds one changed session reach the
+// backend as an Update of that session alone, and a poll that finds
+// nothing changed reaches it not at all.
+func TestEngineSendsOnlyChangedSessions(t *testing.T) {
+	src := newScriptedSource()
+	src.noEvents = true
+	for s := uint64(1); s <= 20; s++ {
+		src.set(s, flow(s, 1, 1, 0, 1e6))
+	}
+	ap := &fakeBackend{dev: "n3"}
+	startEngine(t, Options{Source: src, Downlink: ap, Poll: 20 * time.Millisecond, Resync: time.Hour})
+	eventually(t, 5*time.Second, "start", converged(src, ap))
+	_, calls := ap.state()
+	time.Sleep(150 * time.Millisecond) // several polls, nothing changed
+	if _, c := ap.state(); c != calls {
+		t.Fatalf("%d backend calls for polls that found nothing new, want 0", c-calls)
+	}
+	src.set(7, flow(7, 1, 1, 0, 2e6))
+	eventually(t, 5*time.Second, "poll picks up the change", converged(src, ap))
+	ap.mu.Lock()
+	updates := ap.updates
+	ap.mu.Unlock()
+	if updates != 1 {
+		t.Fatalf("%d updates for one changed session, want 1 (and no full apply)", updates)
+	}
+}
+
+// TestEngineFallsBackToFullApply checks that an Update the backend cannot
+// do (no state) becomes a full Apply.
+func TestEngineFallsBackToFullApply(t *testing.T) {
+	src := newScriptedSource()
+	src.set(1, flow(1, 1, 1, 0, 1e6))
+	ap := &fakeBackend{dev: "n3"}
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour})
+	eventually(t, 5*time.Second, "start", converged(src, ap))
+	ap.mu.Lock()
+	ap.sessions = nil // the backend lost its state (as after a failure)
+	ap.mu.Unlock()
+	src.change(2, flow(2, 1, 1, 0, 1e6))
+	eventually(t, 5*time.Second, "full apply after the refused update", converged(src, ap))
+}

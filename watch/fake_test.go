@@ -20,7 +20,7 @@ type scriptedSource struct {
 	mu        sync.Mutex
 	truth     map[uint64][]shaper.Flow
 	noEvents  bool  // stock gtp5g: Events is not supported
-	failWith  error // Snapshot/Session/Events fail with this (gtp5g gone)
+	failWith  error // Snapshot/Apply/Events fail with this (gtp5g gone)
 	ch        chan Event
 	subs      int // Events calls that succeeded
 	snapshots int
@@ -96,14 +96,16 @@ func (s *scriptedSource) Snapshot(ctx context.Context) ([]shaper.Flow, error) {
 	return s.all(), nil
 }
 
-func (s *scriptedSource) Session(ctx context.Context, seid uint64) ([]shaper.Flow, error) {
+// Apply returns the session's flows in the truth: the fake keeps no model
+// of its own, it is the model.
+func (s *scriptedSource) Apply(ev Event) ([]shaper.Flow, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sessions++
 	if s.failWith != nil {
 		return nil, s.failWith
 	}
-	return slices.Clone(s.truth[seid]), nil
+	return slices.Clone(s.truth[ev.SEID]), nil
 }
 
 func (s *scriptedSource) Events(ctx context.Context) (<-chan Event, error) {
@@ -145,6 +147,8 @@ type fakeBackend struct {
 	dev         string
 	mu          sync.Mutex
 	last        []shaper.Flow
+	sessions    map[uint64][]shaper.Flow // last, by session (nil: no Apply yet)
+	updates     int                      // successful Updates
 	pol         shaper.Policy // the last Apply's policy
 	classes     []shaper.ClassState
 	calls       int
@@ -152,7 +156,7 @@ type fakeBackend struct {
 	resets      int
 	fail        error
 	countersErr error
-	gate        chan struct{} // if set, Apply waits for a receive on it
+	gate        chan struct{} // if set, Apply and Update wait for a receive on it
 }
 
 var _ shaper.Backend = (*fakeBackend)(nil)
@@ -160,13 +164,22 @@ var _ shaper.Backend = (*fakeBackend)(nil)
 func (a *fakeBackend) Name() string { return "fake" }
 func (a *fakeBackend) Dev() string  { return a.dev }
 
+// wait holds a call at the gate, if the test set one.
+func (a *fakeBackend) wait(ctx context.Context) error {
+	if a.gate == nil {
+		return nil
+	}
+	select {
+	case <-a.gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (a *fakeBackend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, _ shaper.ApplyOptions) (shaper.Report, error) {
-	if a.gate != nil {
-		select {
-		case <-a.gate:
-		case <-ctx.Done():
-			return shaper.Report{}, ctx.Err()
-		}
+	if err := a.wait(ctx); err != nil {
+		return shaper.Report{}, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -179,14 +192,68 @@ func (a *fakeBackend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper
 		rep.Changes = append(rep.Changes, shaper.Change{Op: "change", Object: "tree"})
 	}
 	rep.Writes = len(rep.Changes)
+	a.set(flows, pol)
+	rep.Classes, rep.ClassCount = slices.Clone(a.classes), len(a.classes)
+	return rep, nil
+}
+
+// set records flows (in FlowID order, as the engine sends them) as what the
+// device holds.
+func (a *fakeBackend) set(flows []shaper.Flow, pol shaper.Policy) {
 	a.last, a.pol = slices.Clone(flows), pol
+	a.sessions = map[uint64][]shaper.Flow{}
+	for _, f := range flows {
+		a.sessions[f.ID.SEID] = append(a.sessions[f.ID.SEID], f)
+	}
 	a.classes = []shaper.ClassState{{Handle: "1:1", Role: shaper.RoleLink}, {Handle: "1:2", Parent: "1:1", Role: shaper.RoleDefault}}
 	for i, f := range flows {
 		a.classes = append(a.classes, shaper.ClassState{Handle: fmt.Sprintf("1:%x", 0x10+i), Parent: "1:1", Role: shaper.RoleFlow,
 			Flow: f.ID, Key: shaper.Key{Mark: f.Mark, TEID: f.TEID, QFI: f.QFI}, Rate: f.GBR, Ceil: f.MBR})
 	}
-	rep.Classes = slices.Clone(a.classes)
+}
+
+// Update replaces the sessions' flows in what the last Apply recorded.
+func (a *fakeBackend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow, pol shaper.Policy) (shaper.Report, error) {
+	if err := a.wait(ctx); err != nil {
+		return shaper.Report{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls++
+	rep := shaper.Report{Dev: a.dev, Backend: a.Name()}
+	if a.fail != nil {
+		return rep, a.fail
+	}
+	if a.sessions == nil {
+		return rep, shaper.ErrFullApplyNeeded
+	}
+	next := maps.Clone(a.sessions)
+	for seid, fl := range sessions {
+		if len(fl) == 0 {
+			delete(next, seid)
+		} else {
+			next[seid] = fl
+		}
+	}
+	var flows []shaper.Flow
+	for _, seid := range slices.Sorted(maps.Keys(next)) {
+		flows = append(flows, next[seid]...)
+	}
+	if !slices.Equal(a.last, flows) {
+		rep.Changes = append(rep.Changes, shaper.Change{Op: "change", Object: "tree"})
+	}
+	rep.Writes, rep.Flows = len(rep.Changes), len(flows)
+	a.set(flows, pol)
+	a.updates++
+	rep.ClassCount = len(a.classes)
 	return rep, nil
+}
+
+// Classes returns the classes of the last Apply or Update.
+func (a *fakeBackend) Classes() []shaper.ClassState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.classes)
 }
 
 func (a *fakeBackend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
@@ -212,7 +279,7 @@ func (a *fakeBackend) Reset(ctx context.Context) ([]string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.resets++
-	a.last, a.classes = nil, nil
+	a.last, a.classes, a.sessions = nil, nil, nil
 	return []string{"dev " + a.dev + ": removed"}, nil
 }
 

@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 )
 
 // ViewFunc joins gtp5g's rules into QoS flows (qosview's join). Problems
-// are rules it could not map (one line each, naming session and rule).
-type ViewFunc func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) (flows []shaper.Flow, problems []string)
+// are rules it could not map (each naming its session and rule).
+type ViewFunc func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) (flows []shaper.Flow, problems []qosview.Problem)
 
 // GTP5GSource is the Source backed by gtp5g through gtpnl. It dials lazily
 // and again after any failure, so an unloaded and reloaded module is picked
@@ -40,6 +42,11 @@ type GTP5GSource struct {
 	mu       sync.Mutex
 	c        gtp5gConn
 	problems string
+
+	// model is the rules by session (engine goroutine only: Snapshot and
+	// Apply); viewProblems the view's problems by session.
+	model        *ruleModel
+	viewProblems map[uint64][]string
 }
 
 // gtp5gConn is what the source needs from a gtpnl client.
@@ -115,8 +122,9 @@ func (s *GTP5GSource) Close() error {
 	return err
 }
 
-// Snapshot dumps QERs, PDRs and FARs and joins them. A failed dump closes
-// the client (gtp5g may have been unloaded): the next call dials again.
+// Snapshot dumps QERs, PDRs and FARs, makes them the model and joins them.
+// A failed dump closes the client (gtp5g may have been unloaded): the next
+// call dials again.
 func (s *GTP5GSource) Snapshot(ctx context.Context) ([]shaper.Flow, error) {
 	c, err := s.client()
 	if err != nil {
@@ -137,8 +145,43 @@ func (s *GTP5GSource) Snapshot(ctx context.Context) ([]shaper.Flow, error) {
 		s.drop(c)
 		return nil, err
 	}
+	s.model = newRuleModel(qers, pdrs, fars)
 	flows, problems := s.View(qers, pdrs, fars)
-	s.reportProblems(problems)
+	s.viewProblems = map[uint64][]string{}
+	for _, p := range problems {
+		s.viewProblems[p.SEID] = append(s.viewProblems[p.SEID], p.String())
+	}
+	s.reportProblems()
+	return flows, nil
+}
+
+// Apply folds a rule event into the model and joins that session's rules
+// alone.
+func (s *GTP5GSource) Apply(ev Event) ([]shaper.Flow, error) {
+	ge, ok := ev.Change.(gtpnl.Event)
+	if !ok {
+		return nil, fmt.Errorf("change event of seid %d carries no gtp5g rule", ev.SEID)
+	}
+	if s.model == nil {
+		s.model = newRuleModel(nil, nil, nil)
+	}
+	seid := s.model.apply(ge)
+	flows, problems := s.View(s.model.rules(seid))
+	var lines []string
+	for _, p := range problems {
+		lines = append(lines, p.String())
+	}
+	if s.viewProblems == nil {
+		s.viewProblems = map[uint64][]string{}
+	}
+	if strings.Join(lines, "\n") != strings.Join(s.viewProblems[seid], "\n") {
+		if len(lines) == 0 {
+			delete(s.viewProblems, seid)
+		} else {
+			s.viewProblems[seid] = lines
+		}
+		s.reportProblems()
+	}
 	return flows, nil
 }
 
@@ -180,7 +223,7 @@ func (s *GTP5GSource) Events(ctx context.Context) (<-chan Event, error) {
 				return // socket broken or message undecodable: subscribe again
 			}
 			for _, ev := range evs {
-				send(ctx, ch, Event{Kind: EventChange, SEID: eventSEID(ev)})
+				send(ctx, ch, Event{Kind: EventChange, SEID: eventSEID(ev), Change: ev})
 			}
 		}
 	}()
@@ -208,13 +251,22 @@ func eventSEID(ev gtpnl.Event) uint64 {
 }
 
 // reportProblems calls OnViewProblems when the set of problems changed.
-func (s *GTP5GSource) reportProblems(problems []string) {
-	key := strings.Join(problems, "\n")
+func (s *GTP5GSource) reportProblems() {
+	seids := make([]uint64, 0, len(s.viewProblems))
+	for seid := range s.viewProblems {
+		seids = append(seids, seid)
+	}
+	slices.Sort(seids)
+	var all []string
+	for _, seid := range seids {
+		all = append(all, s.viewProblems[seid]...)
+	}
+	key := strings.Join(all, "\n")
 	s.mu.Lock()
 	changed := key != s.problems
 	s.problems = key
 	s.mu.Unlock()
 	if changed && s.OnViewProblems != nil {
-		s.OnViewProblems(problems)
+		s.OnViewProblems(all)
 	}
 }

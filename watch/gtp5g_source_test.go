@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 )
 
@@ -77,17 +79,71 @@ func (c *fakeConn) subscribe(ctx context.Context) (eventStream, error) {
 }
 
 // qerView turns each QER into one downlink flow.
-func qerView(qers []gtpnl.QER, _ []gtpnl.PDR, _ []gtpnl.FAR) ([]shaper.Flow, []string) {
+func qerView(qers []gtpnl.QER, _ []gtpnl.PDR, _ []gtpnl.FAR) ([]shaper.Flow, []qosview.Problem) {
 	var out []shaper.Flow
-	var problems []string
+	var problems []qosview.Problem
+	slices.SortFunc(qers, func(a, b gtpnl.QER) int {
+		return shaper.CompareFlowID(shaper.FlowID{SEID: a.SEID, QERID: a.ID}, shaper.FlowID{SEID: b.SEID, QERID: b.ID})
+	})
 	for _, q := range qers {
 		if q.QFI == 0 {
-			problems = append(problems, fmt.Sprintf("seid=%d qer=%d: no QFI", q.SEID, q.ID))
+			problems = append(problems, qosview.Problem{Kind: qosview.DanglingQER, SEID: q.SEID, QER: q.ID, Detail: "no QFI"})
 			continue
 		}
 		out = append(out, flow(q.SEID, q.ID, q.QFI, 0, 1e6))
 	}
 	return out, problems
+}
+
+// TestGTP5GSourceModelFollowsEvents checks the per-session rule model: a
+// dump sets it, each event changes one session's rules and yields that
+// session's flows alone, a delete of the last rule empties the session,
+// and events a dump already reflects replay to the same state.
+func TestGTP5GSourceModelFollowsEvents(t *testing.T) {
+	conn := &fakeConn{qers: []gtpnl.QER{{SEID: 1, ID: 1, QFI: 2}, {SEID: 2, ID: 1, QFI: 3}}}
+	var reported [][]string
+	src := &GTP5GSource{View: qerView, OnViewProblems: func(p []string) { reported = append(reported, p) },
+		dialConn: func() (gtp5gConn, error) { return conn, nil }}
+	if flows, err := src.Snapshot(context.Background()); err != nil || len(flows) != 2 {
+		t.Fatalf("snapshot: %v, %v", flows, err)
+	}
+	ev := func(op gtpnl.EventOp, q gtpnl.QER) Event {
+		return Event{Kind: EventChange, SEID: q.SEID, Change: gtpnl.Event{Op: op, QER: &q}}
+	}
+	ids := func(fl []shaper.Flow) string {
+		var s []string
+		for _, f := range fl {
+			s = append(s, fmt.Sprintf("%d/%d", f.ID.SEID, f.ID.QERID))
+		}
+		return strings.Join(s, " ")
+	}
+	steps := []struct {
+		ev   Event
+		want string
+	}{
+		{ev(gtpnl.EventAdd, gtpnl.QER{SEID: 1, ID: 2, QFI: 4}), "1/1 1/2"},
+		{ev(gtpnl.EventUpdate, gtpnl.QER{SEID: 1, ID: 1, QFI: 5}), "1/1 1/2"},
+		{ev(gtpnl.EventDelete, gtpnl.QER{SEID: 2, ID: 1}), ""},
+		{ev(gtpnl.EventAdd, gtpnl.QER{SEID: 3, ID: 7}), ""}, // no QFI: a view problem, no flow
+		{ev(gtpnl.EventDelete, gtpnl.QER{SEID: 3, ID: 7}), ""},
+		// Replayed after a dump that already holds it: same state.
+		{ev(gtpnl.EventAdd, gtpnl.QER{SEID: 1, ID: 2, QFI: 4}), "1/1 1/2"},
+	}
+	for i, st := range steps {
+		got, err := src.Apply(st.ev)
+		if err != nil || ids(got) != st.want {
+			t.Fatalf("step %d: flows %q, err %v; want %q", i, ids(got), err, st.want)
+		}
+	}
+	if _, ok := src.model.sessions[2]; ok {
+		t.Error("session 2 kept in the model after its last rule was deleted")
+	}
+	if len(reported) != 2 || len(reported[0]) != 1 || len(reported[1]) != 0 {
+		t.Errorf("view problems reported %q; want the no-QFI problem once, then its resolution", reported)
+	}
+	if _, err := src.Apply(Event{Kind: EventChange, SEID: 9}); err == nil {
+		t.Error("a change event without a rule: want an error (the engine resyncs)")
+	}
 }
 
 func TestGTP5GSourceEventsMapToSessionsAndLossToResync(t *testing.T) {

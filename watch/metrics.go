@@ -92,7 +92,7 @@ func (m *Metrics) applied(dev string, res shaper.Report, took time.Duration, err
 	}
 	m.runs.WithLabelValues(dev, "ok").Inc()
 	m.flows.WithLabelValues(dev).Set(float64(res.Flows))
-	m.classes.WithLabelValues(dev).Set(float64(len(res.Classes)))
+	m.classes.WithLabelValues(dev).Set(float64(res.ClassCount))
 	for _, c := range res.Changes {
 		m.changes.WithLabelValues(dev, c.Op, c.Object).Inc()
 	}
@@ -166,10 +166,7 @@ func (c *classCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		dev := d.be.Dev()
 		ch <- prometheus.MustNewConstMetric(descStatsFailed, prometheus.GaugeValue, up, dev)
-		d.mu.Lock()
-		classes := d.classes
-		d.mu.Unlock()
-		for _, cl := range classes {
+		for _, cl := range d.be.Classes() {
 			s, ok := counters[cl.Handle]
 			if cl.Role != shaper.RoleFlow || !ok {
 				continue

@@ -12,33 +12,34 @@ import (
 // polls the source's snapshot instead.
 var ErrEventsNotSupported = errors.New("change events not supported")
 
-// Source yields the QoS view: the flows gtp5g's rules describe.
+// Source yields the QoS view: the flows gtp5g's rules describe. It keeps a
+// model of the rules per session, so that one change costs work on that
+// session only.
 type Source interface {
-	// Snapshot reads every flow (a full dump). It is the truth the engine
-	// converges to.
+	// Snapshot reads every rule (a full dump), resets the source's model
+	// to it, and returns every flow. It is the truth the engine converges
+	// to.
 	Snapshot(ctx context.Context) ([]shaper.Flow, error)
 	// Events subscribes to change notifications. The channel is closed when
 	// the subscription ends (ctx done, or the source lost its connection:
 	// the engine then waits, resyncs and subscribes again). It returns an
 	// error wrapping ErrEventsNotSupported when the source cannot notify.
 	Events(ctx context.Context) (<-chan Event, error)
-}
-
-// SessionSource is a Source that can also read one session's flows, so an
-// event costs a per-session read instead of a full dump.
-type SessionSource interface {
-	Source
-	// Session returns the flows of one PFCP session (none when the session
-	// is gone).
-	Session(ctx context.Context, seid uint64) ([]shaper.Flow, error)
+	// Apply folds one EventChange into the source's model and returns the
+	// flows of the session it names after the change (none: the session
+	// is gone). The engine calls it from its own goroutine, in the order
+	// the events arrived, after the Snapshot that preceded them: events a
+	// dump already reflects replay to the same state, because each one
+	// carries its rule's whole state. An error asks for a full resync.
+	Apply(ev Event) ([]shaper.Flow, error)
 }
 
 // EventKind says what an Event asks of the engine.
 type EventKind uint8
 
 const (
-	// EventChange says that the rules of one session (SEID) changed: added,
-	// updated or deleted. The engine re-reads that session.
+	// EventChange says that a rule of one session (SEID) changed: added,
+	// updated or deleted. The engine folds it in with Source.Apply.
 	EventChange EventKind = iota + 1
 	// EventResync says that events were lost (ENOBUFS) or could not be
 	// decoded: the engine re-reads everything.
@@ -63,6 +64,8 @@ type Event struct {
 	Kind EventKind
 	// SEID names the session that changed (EventChange).
 	SEID uint64
+	// Change is the source's own description of the change, for its Apply.
+	Change any
 	// Err says why a resync is needed (EventResync), e.g. ENOBUFS.
 	Err error
 }

@@ -240,7 +240,7 @@ func (o *logObserver) Applied(dev string, res shaper.Report, took time.Duration)
 	}
 	if n := len(res.Changes); n > maxChangeLines {
 		o.log.WithField("dev", dev).Infof("%d more changes (log level debug shows them); %d flows, %d classes, took %s",
-			n-maxChangeLines, res.Flows, len(res.Classes), took.Round(time.Millisecond))
+			n-maxChangeLines, res.Flows, res.ClassCount, took.Round(time.Millisecond))
 	}
 }
 

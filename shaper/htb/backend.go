@@ -46,8 +46,10 @@ type Backend struct {
 	opts  Options
 	rec   *Reconciler
 	// prev is the last tree Apply made true (nil: plan against the
-	// kernel's tree next time).
-	prev *Tree
+	// kernel's tree next time); flows are the flows it was planned from,
+	// by session.
+	prev  *Tree
+	flows map[uint64][]shaper.Flow
 }
 
 // Open returns the HTB backend for dev through h (kept open for the
@@ -80,6 +82,44 @@ func (b *Backend) Reconciler() *Reconciler { return b.rec }
 func (b *Backend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (shaper.Report, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.apply(ctx, flows, pol, opt)
+}
+
+// Update implements shaper.Backend: it replaces the given sessions' flows
+// in those of the last apply and applies the result.
+func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow, pol shaper.Policy) (shaper.Report, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.prev == nil || b.flows == nil {
+		return shaper.Report{Dev: b.dev, Backend: Name}, fmt.Errorf("dev %s: %w", b.dev, shaper.ErrFullApplyNeeded)
+	}
+	for seid, fl := range sessions {
+		if len(fl) == 0 {
+			delete(b.flows, seid)
+		} else {
+			b.flows[seid] = fl
+		}
+	}
+	var all []shaper.Flow
+	for _, fl := range b.flows {
+		all = append(all, fl...)
+	}
+	return b.apply(ctx, all, pol, shaper.ApplyOptions{})
+}
+
+// Classes implements shaper.Backend.
+func (b *Backend) Classes() []shaper.ClassState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.prev == nil {
+		return nil
+	}
+	return classStates(b.prev)
+}
+
+// apply plans flows against the previous tree (or the kernel's) and
+// reconciles the device to the plan; b.mu is held.
+func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (shaper.Report, error) {
 	rep := shaper.Report{Dev: b.dev, Backend: Name, Flows: len(flows)}
 	prev := b.prev
 	if prev == nil {
@@ -99,12 +139,12 @@ func (b *Backend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	rep.Notes = append(append(rep.Notes, res.Notes...), res.Classifier.Notes...)
 	if err != nil {
 		// The device may be gone or recreated: read it afresh next time.
-		b.prev = nil
+		b.prev, b.flows = nil, nil
 		return rep, err
 	}
 	rep.Changes = changes(res, tree, prev)
-	rep.Classes = classStates(tree)
-	b.prev = tree
+	rep.Classes, rep.ClassCount = classStates(tree), len(tree.Classes)
+	b.prev, b.flows = tree, groupBySession(flows)
 	return rep, nil
 }
 
@@ -161,7 +201,7 @@ func (b *Backend) Close() error {
 func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.prev = nil
+	b.prev, b.flows = nil, nil
 	link, err := b.h.LinkByName(b.dev)
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", b.dev, err)
@@ -188,4 +228,13 @@ func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 		what = fmt.Sprintf(", classifier %s", t.Classifier)
 	}
 	return append(lines, fmt.Sprintf("dev %s: removed the gtpqos tree (%d classes%s)", b.dev, len(t.Classes), what)), nil
+}
+
+// groupBySession indexes flows by SEID.
+func groupBySession(flows []shaper.Flow) map[uint64][]shaper.Flow {
+	m := make(map[uint64][]shaper.Flow)
+	for _, f := range flows {
+		m[f.ID.SEID] = append(m[f.ID.SEID], f)
+	}
+	return m
 }
