@@ -149,7 +149,7 @@ type fakeBackend struct {
 	last        []shaper.Flow
 	sessions    map[uint64][]shaper.Flow // last, by session (nil: no Apply yet)
 	updates     int                      // successful Updates
-	pol         shaper.Policy // the last Apply's policy
+	pol         shaper.Policy            // the last Apply's policy
 	classes     []shaper.ClassState
 	calls       int
 	resyncs     int
