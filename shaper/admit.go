@@ -79,10 +79,12 @@ func Admit(flows []Flow, pol Policy, known func(*Flow) bool) Admitted {
 		}
 		return 0
 	})
-	adm := admission{pol: pol, marks: map[uint32]FlowID{}, teids: map[[2]uint32]FlowID{}}
+	led := NewLedger(pol)
 	out := Admitted{Flows: make([]Flow, 0, len(cands))}
 	for _, c := range cands {
-		if f, ok := adm.admit(c.f, &p); ok {
+		f, ps, ok := led.Admit(c.f)
+		p = append(p, ps...)
+		if ok {
 			out.Flows = append(out.Flows, f)
 		}
 	}
@@ -92,31 +94,45 @@ func Admit(flows []Flow, pol Policy, known func(*Flow) bool) Admitted {
 	return out
 }
 
-// admission is the running state of Admit: keys in use and the GBR sum.
-type admission struct {
+// Ledger is admission's running state: the keys admitted flows use and the
+// sum of their GBRs, so that flows can be admitted and released one at a
+// time (Admit does it for a whole set; an incremental planner keeps one).
+type Ledger struct {
 	pol    Policy
 	marks  map[uint32]FlowID
 	teids  map[[2]uint32]FlowID
 	gbrSum uint64
 }
 
-// admit admits one checked flow, possibly clamped, or reports why not.
-func (a *admission) admit(f Flow, p *problems) (Flow, bool) {
+// NewLedger returns an empty ledger for pol (which must have passed
+// CheckPolicy).
+func NewLedger(pol Policy) *Ledger {
+	return &Ledger{pol: pol, marks: map[uint32]FlowID{}, teids: map[[2]uint32]FlowID{}}
+}
+
+// GBRSum is the sum of the admitted flows' GBRs.
+func (a *Ledger) GBRSum() uint64 { return a.gbrSum }
+
+// Admit admits one checked flow (see CheckFlow), possibly with its GBR
+// clamped, or says why not: a mark or (TEID, QFI) another admitted flow
+// holds, or a GBR that does not fit.
+func (a *Ledger) Admit(f Flow) (Flow, []Problem, bool) {
+	var p problems
 	if f.Mark != 0 {
-		if other, dup := a.marks[f.Mark]; dup {
+		if other, dup := a.marks[f.Mark]; dup && other != f.ID {
 			p.report(Error, DuplicateMark, &f, "mark", "mark %#x already used by flow %s", f.Mark, other)
-			return f, false
+			return f, p, false
 		}
 	}
 	tq := [2]uint32{f.TEID, uint32(f.QFI)}
 	if f.TEID != 0 {
-		if other, dup := a.teids[tq]; dup {
+		if other, dup := a.teids[tq]; dup && other != f.ID {
 			p.report(Error, DuplicateTEID, &f, "teid", "TEID %#x QFI %d already used by flow %s", f.TEID, f.QFI, other)
-			return f, false
+			return f, p, false
 		}
 	}
-	if !a.fitGBR(&f, p) {
-		return f, false
+	if !a.fitGBR(&f, &p) {
+		return f, p, false
 	}
 	if f.Mark != 0 {
 		a.marks[f.Mark] = f.ID
@@ -125,13 +141,25 @@ func (a *admission) admit(f Flow, p *problems) (Flow, bool) {
 		a.teids[tq] = f.ID
 	}
 	a.gbrSum += f.GBR
-	return f, true
+	return f, p, true
+}
+
+// Release gives back what an admitted flow (as Admit returned it) holds.
+func (a *Ledger) Release(f Flow) {
+	if f.Mark != 0 && a.marks[f.Mark] == f.ID {
+		delete(a.marks, f.Mark)
+	}
+	tq := [2]uint32{f.TEID, uint32(f.QFI)}
+	if f.TEID != 0 && a.teids[tq] == f.ID {
+		delete(a.teids, tq)
+	}
+	a.gbrSum -= min(f.GBR, a.gbrSum)
 }
 
 // fitGBR applies the admission policy to a GBR flow that would push the sum
 // of GBRs above the link: refuse, or clamp to what is left (never below the
 // non-GBR minimum).
-func (a *admission) fitGBR(f *Flow, p *problems) bool {
+func (a *Ledger) fitGBR(f *Flow, p *problems) bool {
 	link := a.pol.LinkRate
 	if a.pol.Mode != Aware || f.GBR == 0 || a.gbrSum+f.GBR <= link {
 		return true

@@ -77,6 +77,15 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 
 func badRate(v uint64) bool { return v != 0 && (v < MinRate || v > MaxRate) }
 
+// CheckFlow returns the flow's own problems (ranges, mark bits, MBR below
+// GBR, GBR above the link; duplicates are the Ledger's); ok is false when
+// the flow must be left out.
+func CheckFlow(f *Flow, pol *Policy) (ps []Problem, ok bool) {
+	var p problems
+	ok = p.checkFlow(f, pol)
+	return p, ok
+}
+
 // checkFlow reports the flow's own errors (duplicates are checked during
 // admission); false means the flow is left out.
 func (p *problems) checkFlow(f *Flow, pol *Policy) bool {
