@@ -62,10 +62,6 @@ func parsePDR(b []byte) (PDR, error) {
 			p.RoleAddr = a
 		case attrPDRPDI:
 			ad.Nested(p.PDI.decode)
-		case attrPDRQFI:
-			p.QFI = ad.Uint8()
-		case attrPDRFlowMark:
-			p.FlowMark = ad.Uint32()
 		}
 	}
 	if err := ad.Err(); err != nil {

@@ -58,8 +58,6 @@ func parseQER(b []byte) (QER, error) {
 				return q, err
 			}
 			q.RelatedPDRs = ids
-		case attrQERFlowMark:
-			q.FlowMark = ad.Uint32()
 		}
 	}
 	if err := ad.Err(); err != nil {

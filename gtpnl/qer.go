@@ -30,7 +30,8 @@ type QER struct {
 	RelatedPDRs []uint16
 	// FlowMark is the mark value (1..0xFFFFFF) the gtp5g-patch series
 	// allocates to this QER, unique across sessions; packets carry it in
-	// mark mode "flow". 0 = not reported (stock gtp5g) or none allocated.
+	// mark mode "flow". Reported by the gtp5g_qos family; 0 = not reported
+	// (stock gtp5g).
 	FlowMark uint32
 }
 
