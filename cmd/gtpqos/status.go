@@ -63,6 +63,7 @@ type statusSource interface {
 type statusReport struct {
 	Version  string       `json:"version"`
 	Features []string     `json:"features"`
+	Families []string     `json:"families,omitempty"` // gtp5g's genl families (gtpnl.Family)
 	MarkMode string       `json:"mark_mode"`
 	Policer  string       `json:"policer"`
 	Flows    []statusFlow `json:"flows"`
@@ -145,6 +146,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	rep.Families = src.families()
 	if len(devProblems) > 0 {
 		rep.Problems = append(devProblems, rep.Problems...)
 		rep.summary = append(append([]string(nil), devProblems...), rep.summary...)
@@ -265,6 +267,9 @@ func renderStatus(w io.Writer, rep statusReport) {
 		feats = strings.Join(rep.Features, ",")
 	}
 	fmt.Fprintf(w, "gtp5g %s  features: %s  mark mode: %s  native policer: %s\n", rep.Version, feats, rep.MarkMode, rep.Policer)
+	if len(rep.Families) > 0 {
+		fmt.Fprintf(w, "families: %s\n", strings.Join(rep.Families, "; "))
+	}
 	for _, d := range rep.Devices {
 		fmt.Fprintln(w, deviceLine(d))
 	}
@@ -348,6 +353,22 @@ func (s *gtp5gStatusSource) version() (string, gtpnl.Features, error) {
 	}
 	f, err := c.Features()
 	return v, f, err
+}
+
+// families describes gtp5g's generic netlink families (none if unknown).
+func (s *gtp5gStatusSource) families() []string {
+	if s.c == nil {
+		return nil
+	}
+	fams, err := s.c.Families()
+	if err != nil {
+		return []string{"unknown (" + err.Error() + ")"}
+	}
+	var out []string
+	for _, f := range fams {
+		out = append(out, f.String())
+	}
+	return out
 }
 
 func (s *gtp5gStatusSource) markMode(f gtpnl.Features) (gtpnl.MarkMode, error) {
