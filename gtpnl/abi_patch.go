@@ -1,41 +1,47 @@
 package gtpnl
 
-// Wire constants added by the gtpqos gtp5g-patch series, exactly as
-// gtp5g-patch/ABI.md defines them. Every number comes after v0.10.2's last
-// command or attribute, so a stock module is probed safely.
+// Wire constants of "gtp5g_qos", the generic netlink family the gtpqos
+// gtp5g-patch series adds, exactly as gtp5g-patch/ABI.md defines them. The
+// family has numbers of its own: nothing the series adds lives in the
+// "gtp5g" family, which stays as upstream defines it.
 
-// Commands.
+// qosFamilyName is the series' family; qosGroup its event group.
 const (
-	cmdGetQoSMark = 21
-	cmdSetQoSMark = 22
-	cmdQoSEvent   = 23
-	cmdGetPolicer = 24
-	cmdSetPolicer = 25
+	qosFamilyName = "gtp5g_qos"
+	qosGroup      = "events"
 )
 
-// GET_VERSION: request flag / reply u32 feature bitmap.
-const attrVersionFeatures = 1
-
-// Attribute namespace gtp5g_qos_attrs (commands 21-25 and events).
+// Commands (enum gtp5g_qos_cmd).
 const (
-	attrMarkMode    = 3  // u8 0 off, 1 qfi, 2 flow
-	attrMarkMask    = 4  // u32
-	attrMarkShift   = 5  // u8
-	attrEventOp     = 6  // u8 1 add, 2 update, 3 delete
-	attrEventSeq    = 7  // u32
-	attrEventIfname = 8  // string
-	attrEventPDR    = 9  // nested PDR attributes
-	attrEventFAR    = 10 // nested FAR attributes
-	attrEventQER    = 11 // nested QER attributes
-	attrPolicer     = 12 // u8 0/1
+	qosCmdGetFeatures = 1
+	qosCmdGetMark     = 2
+	qosCmdSetMark     = 3
+	qosCmdGetPolicer  = 4
+	qosCmdSetPolicer  = 5
+	qosCmdGetPDR      = 6 // dump: PDR QFI and flow mark records
+	qosCmdGetQER      = 7 // dump: QER flow mark records
+	qosCmdEvent       = 8 // notification on qosGroup
 )
 
-// New attributes in existing namespaces.
+// Attributes (enum gtp5g_qos_attrs).
 const (
-	attrQERFlowMark = 14 // u32, QER replies and event nests
-	attrPDRQFI      = 13 // u8, PDR replies and event nests
-	attrPDRFlowMark = 14 // u32, PDR replies and event nests
+	qosAttrPad       = 1
+	qosAttrFeatures  = 2  // u32
+	qosAttrMarkMode  = 3  // u8 0 off, 1 qfi, 2 flow
+	qosAttrMarkMask  = 4  // u32
+	qosAttrMarkShift = 5  // u8
+	qosAttrPolicer   = 6  // u8 0/1
+	qosAttrLink      = 7  // u32 ifindex
+	qosAttrSEID      = 8  // u64
+	qosAttrPDRID     = 9  // u16
+	qosAttrQERID     = 10 // u32
+	qosAttrQFI       = 11 // u8
+	qosAttrFlowMark  = 12 // u32
+	qosAttrEventOp   = 13 // u8 1 add, 2 update, 3 delete
+	qosAttrEventSeq  = 14 // u32
+	qosAttrIfname    = 15 // string
+	qosAttrFARID     = 16 // u32
+	qosAttrPDR       = 17 // nested: gtp5g's GET_PDR attributes
+	qosAttrFAR       = 18 // nested: gtp5g's GET_FAR attributes
+	qosAttrQER       = 19 // nested: gtp5g's GET_QER attributes
 )
-
-// qosGroup is the multicast group carrying QoS events.
-const qosGroup = "gtp5g_qos"

@@ -1,8 +1,9 @@
 // Package gtpnl is a generic netlink client for free5GC's gtp5g kernel
-// module: it reads the module's version and features, dumps its QERs, PDRs
-// and FARs (decoded per gtp5g v0.10.2's attributes), and, with the gtpqos
-// gtp5g-patch series, drives the mark mode and native policer and follows
-// QoS rule changes as events.
+// module: it reads the module's version, dumps its QERs, PDRs and FARs
+// (decoded per gtp5g v0.10.2's attributes) from the "gtp5g" family, and,
+// with the gtpqos gtp5g-patch series, uses that series' own family
+// "gtp5g_qos" for the features, the QFI and flow mark of each rule, the
+// mark mode and native policer, and QoS rule change events.
 //
 // The package never logs; errors name the operation and the object at
 // fault, and map the kernel's errno to os.ErrNotExist, os.ErrPermission and
@@ -18,9 +19,10 @@ type Client struct {
 }
 
 // Dial opens a client in the network namespace of the calling thread and
-// resolves the generic netlink family "gtp5g". If the module is not loaded,
-// the error's text is "gtp5g module not loaded" and errors.Is(err,
-// os.ErrNotExist) holds.
+// resolves the generic netlink families "gtp5g" and, if the module has the
+// gtp5g-patch series, "gtp5g_qos". If the module is not loaded, the error's
+// text is "gtp5g module not loaded" and errors.Is(err, os.ErrNotExist)
+// holds.
 func Dial() (*Client, error) {
 	c, err := newClient()
 	if err != nil {
@@ -34,22 +36,25 @@ func Dial() (*Client, error) {
 func (c *Client) Close() error { return c.c.Close() }
 
 // Version returns gtp5g's version string (e.g. "0.10.2").
-func (c *Client) Version() (string, error) {
-	v, err := c.c.version()
-	return v.version, err
-}
+func (c *Client) Version() (string, error) { return c.c.version() }
 
 // Features returns what the gtpqos gtp5g-patch series adds to the loaded
-// module: none on a stock gtp5g.
-func (c *Client) Features() (Features, error) {
-	v, err := c.c.version()
-	return v.features, err
-}
+// module (its gtp5g_qos family's GET_FEATURES): none on a stock gtp5g.
+func (c *Client) Features() (Features, error) { return c.c.features() }
 
-// QERs dumps every QER of every gtp5g device in the client's netns.
+// Families describes the generic netlink families the loaded module
+// offers: gtp5g, and gtp5g_qos with its features when the gtp5g-patch
+// series is applied.
+func (c *Client) Families() ([]Family, error) { return c.c.families() }
+
+// QERs dumps every QER of every gtp5g device in the client's netns. With
+// the gtp5g-patch series each carries its flow mark (a second dump, of
+// gtp5g_qos, joined by SEID and id).
 func (c *Client) QERs() ([]QER, error) { return c.c.qers() }
 
-// PDRs dumps every PDR of every gtp5g device in the client's netns.
+// PDRs dumps every PDR of every gtp5g device in the client's netns. With
+// the gtp5g-patch series each carries its QFI and flow mark (a second
+// dump, of gtp5g_qos, joined by SEID and id).
 func (c *Client) PDRs() ([]PDR, error) { return c.c.pdrs() }
 
 // FARs dumps every FAR of every gtp5g device in the client's netns.
@@ -79,11 +84,14 @@ func (c *Client) Policer() (bool, error) { return c.c.policer() }
 // (gtp5g-patch).
 func (c *Client) SetPolicer(on bool) error { return c.c.setPolicer(on) }
 
-// Subscribe joins gtp5g's QoS event group (gtp5g-patch) on a socket of its
-// own and returns a subscription that yields add/update/delete events of
-// QERs, PDRs and FARs. The subscription is closed when ctx is done, when
-// its Close is called, or when the client is closed. On a stock module the
-// error matches ErrNotSupported (and os.ErrNotExist).
+// Subscribe joins the gtp5g_qos family's event group (gtp5g-patch) on a
+// socket of its own and returns a subscription that yields
+// add/update/delete events of QERs, PDRs and FARs. Joining needs
+// CAP_NET_ADMIN over the netns (else the error matches os.ErrPermission).
+// The subscription is closed when ctx is done, when its Close is called,
+// or when the client is closed. On a module without the group (stock
+// gtp5g, or a kernel too old to restrict the group) the error matches
+// ErrNotSupported (and os.ErrNotExist).
 func (c *Client) Subscribe(ctx context.Context) (*Subscription, error) {
 	return c.c.subscribe(ctx)
 }

@@ -19,6 +19,8 @@ import (
 type client struct {
 	c      *genetlink.Conn
 	family genetlink.Family
+	// qos is the gtp5g-patch series' family, nil on a stock gtp5g.
+	qos *genetlink.Family
 	// dial opens another socket in the same netns, for subscriptions.
 	dial func() (*genetlink.Conn, error)
 	// nsFD is the client's netns (-1 if unknown); closed by Close.
@@ -76,7 +78,8 @@ func sameNetNS(nsFD int) bool {
 	return a.Dev == b.Dev && a.Ino == b.Ino
 }
 
-// initClient resolves the gtp5g family on conn (closing conn on failure).
+// initClient resolves the gtp5g family and, if present, the gtp5g_qos
+// family on conn (closing conn on failure).
 func initClient(conn *genetlink.Conn, dial func() (*genetlink.Conn, error)) (*client, error) {
 	f, err := conn.GetFamily(familyName)
 	if err != nil {
@@ -86,7 +89,22 @@ func initClient(conn *genetlink.Conn, dial func() (*genetlink.Conn, error)) (*cl
 		}
 		return nil, opError("resolve generic netlink family", err)
 	}
-	return &client{c: conn, family: f, dial: dial, nsFD: -1, subs: map[*subscription]struct{}{}}, nil
+	c := &client{c: conn, family: f, dial: dial, nsFD: -1, subs: map[*subscription]struct{}{}}
+	// gtp5g_qos is listed, not looked up by name: the kernel answers a
+	// lookup of a family it does not have by trying to load a module for
+	// it (request_module, a modprobe run on every Dial on a stock
+	// gtp5g), and gtp5g_qos can only come with gtp5g's own module.
+	fams, err := conn.ListFamilies()
+	if err != nil {
+		_ = conn.Close()
+		return nil, opError("list generic netlink families", err)
+	}
+	for i := range fams {
+		if fams[i].Name == qosFamilyName {
+			c.qos = &fams[i]
+		}
+	}
+	return c, nil
 }
 
 // Close closes the socket and every subscription's socket.
@@ -107,7 +125,7 @@ func (c *client) Close() error {
 	return c.c.Close()
 }
 
-// execute sends one request and returns its reply messages.
+// execute sends one request to family f and returns its reply messages.
 //
 // It does not use genetlink.Conn.Execute: gtp5g v0.10.2 puts its dump
 // replies without NLM_F_MULTI (genlmsg_put with flags 0), so
@@ -116,14 +134,15 @@ func (c *client) Close() error {
 // NLMSG_DONE that the kernel sends in a datagram of its own, to be read as
 // the reply to the next request ("mismatched sequence"). So a dump is read
 // datagram by datagram until that DONE; replies of other sequence numbers
-// (leftovers of an interrupted request) are skipped.
-func (c *client) execute(op string, cmd uint8, flags netlink.HeaderFlags, data []byte) ([]genetlink.Message, error) {
+// (leftovers of an interrupted request) are skipped. (gtp5g_qos's dumps
+// are well-formed multi-part replies; the same loop reads them.)
+func (c *client) execute(op string, f *genetlink.Family, cmd uint8, flags netlink.HeaderFlags, data []byte) ([]genetlink.Message, error) {
 	c.reqMu.Lock()
 	defer c.reqMu.Unlock()
 	req, err := c.c.Send(genetlink.Message{
-		Header: genetlink.Header{Command: cmd, Version: c.family.Version},
+		Header: genetlink.Header{Command: cmd, Version: f.Version},
 		Data:   data,
-	}, c.family.ID, flags)
+	}, f.ID, flags)
 	if err != nil {
 		return nil, opError(op, err)
 	}
@@ -166,42 +185,79 @@ func (c *client) execute(op string, cmd uint8, flags netlink.HeaderFlags, data [
 	}
 }
 
-// patchExecute is execute for commands only the gtp5g-patch series has: a
-// stock module answers EOPNOTSUPP (unknown command), which becomes
-// ErrNotSupported.
-func (c *client) patchExecute(op string, cmd uint8, flags netlink.HeaderFlags, data []byte) ([]genetlink.Message, error) {
-	msgs, err := c.execute(op, cmd, flags, data)
-	if err != nil && errors.Is(err, unix.EOPNOTSUPP) {
+// qosExecute is execute on the gtp5g_qos family, which only the
+// gtp5g-patch series has: without it, ErrNotSupported.
+func (c *client) qosExecute(op string, cmd uint8, flags netlink.HeaderFlags, data []byte) ([]genetlink.Message, error) {
+	if c.qos == nil {
 		return nil, fmt.Errorf("gtp5g %s: %w", op, ErrNotSupported)
 	}
-	return msgs, err
+	return c.execute(op, c.qos, cmd, flags, data)
 }
 
-// version asks for the version string and the feature bitmap. The request
-// carries GTP5G_VERSION_FEATURES as a flag; a stock module ignores it.
-func (c *client) version() (versionInfo, error) {
-	ae := netlink.NewAttributeEncoder()
-	ae.Flag(attrVersionFeatures, true)
-	data, err := ae.Encode()
+// version asks gtp5g for its version string, exactly as go-upf does (no
+// attributes).
+func (c *client) version() (string, error) {
+	msgs, err := c.execute("get version", &c.family, cmdGetVersion, netlink.Request, nil)
 	if err != nil {
-		return versionInfo{}, err
-	}
-	msgs, err := c.execute("get version", cmdGetVersion, netlink.Request, data)
-	if err != nil {
-		return versionInfo{}, err
+		return "", err
 	}
 	return parseVersion(msgs)
 }
 
-// dump runs a GET dump of every gtp5g device in the netns. gtp5g's dumpit
-// walks its per-netns device list itself; no link attribute is needed (and
-// none is reported per object).
-func (c *client) dump(what string, cmd uint8) ([]genetlink.Message, error) {
-	return c.execute("dump "+what, cmd, netlink.Request|netlink.Dump, nil)
+// features asks gtp5g_qos for its feature bitmap; none without it.
+func (c *client) features() (Features, error) {
+	if c.qos == nil {
+		return 0, nil
+	}
+	msgs, err := c.qosExecute("get features", qosCmdGetFeatures, netlink.Request, nil)
+	if err != nil {
+		return 0, err
+	}
+	return parseFeatures(msgs)
+}
+
+func (c *client) families() ([]Family, error) {
+	desc := func(f *genetlink.Family) Family {
+		out := Family{Name: f.Name, ID: f.ID, Version: f.Version}
+		for _, g := range f.Groups {
+			out.Groups = append(out.Groups, g.Name)
+		}
+		return out
+	}
+	fams := []Family{desc(&c.family)}
+	if c.qos != nil {
+		q := desc(c.qos)
+		feats, err := c.features()
+		if err != nil {
+			return nil, err
+		}
+		q.Features = feats
+		fams = append(fams, q)
+	}
+	return fams, nil
+}
+
+// dump runs a GET dump of family f covering every gtp5g device in the
+// netns: gtp5g's dumpit (and gtp5g_qos's) walks its per-netns device list
+// itself; no link attribute is needed.
+func (c *client) dump(what string, f *genetlink.Family, cmd uint8) ([]genetlink.Message, error) {
+	return c.execute("dump "+what, f, cmd, netlink.Request|netlink.Dump, nil)
+}
+
+// qosRecords dumps gtp5g_qos's PDR or QER records (nil on a stock gtp5g).
+func (c *client) qosRecords(what string, cmd uint8, idAttr uint16) ([]markRecord, error) {
+	if c.qos == nil {
+		return nil, nil
+	}
+	msgs, err := c.dump(what, c.qos, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return parseMarkRecords(what, idAttr, msgs)
 }
 
 func (c *client) qers() ([]QER, error) {
-	msgs, err := c.dump("QERs", cmdGetQER)
+	msgs, err := c.dump("QERs", &c.family, cmdGetQER)
 	if err != nil {
 		return nil, err
 	}
@@ -209,11 +265,16 @@ func (c *client) qers() ([]QER, error) {
 	if err != nil {
 		return nil, err
 	}
+	recs, err := c.qosRecords("QER flow marks", qosCmdGetQER, qosAttrQERID)
+	if err != nil {
+		return nil, err
+	}
+	withQERMarks(out, recs)
 	return dedupe(out, qerKey), nil
 }
 
 func (c *client) pdrs() ([]PDR, error) {
-	msgs, err := c.dump("PDRs", cmdGetPDR)
+	msgs, err := c.dump("PDRs", &c.family, cmdGetPDR)
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +282,16 @@ func (c *client) pdrs() ([]PDR, error) {
 	if err != nil {
 		return nil, err
 	}
+	recs, err := c.qosRecords("PDR flow marks", qosCmdGetPDR, qosAttrPDRID)
+	if err != nil {
+		return nil, err
+	}
+	withPDRMarks(out, recs)
 	return dedupe(out, pdrKey), nil
 }
 
 func (c *client) fars() ([]FAR, error) {
-	msgs, err := c.dump("FARs", cmdGetFAR)
+	msgs, err := c.dump("FARs", &c.family, cmdGetFAR)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +303,7 @@ func (c *client) fars() ([]FAR, error) {
 }
 
 func (c *client) markLayout() (MarkLayout, error) {
-	msgs, err := c.patchExecute("get QoS mark mode", cmdGetQoSMark, netlink.Request, nil)
+	msgs, err := c.qosExecute("get QoS mark mode", qosCmdGetMark, netlink.Request, nil)
 	if err != nil {
 		return MarkLayout{}, err
 	}
@@ -249,17 +315,17 @@ func (c *client) setMarkMode(m MarkMode) error {
 		return fmt.Errorf("gtp5g set QoS mark mode: invalid mode %d", uint8(m))
 	}
 	ae := netlink.NewAttributeEncoder()
-	ae.Uint8(attrMarkMode, uint8(m))
+	ae.Uint8(qosAttrMarkMode, uint8(m))
 	data, err := ae.Encode()
 	if err != nil {
 		return err
 	}
-	_, err = c.patchExecute("set QoS mark mode "+m.String(), cmdSetQoSMark, netlink.Request|netlink.Acknowledge, data)
+	_, err = c.qosExecute("set QoS mark mode "+m.String(), qosCmdSetMark, netlink.Request|netlink.Acknowledge, data)
 	return err
 }
 
 func (c *client) policer() (bool, error) {
-	msgs, err := c.patchExecute("get policer", cmdGetPolicer, netlink.Request, nil)
+	msgs, err := c.qosExecute("get policer", qosCmdGetPolicer, netlink.Request, nil)
 	if err != nil {
 		return false, err
 	}
@@ -272,12 +338,12 @@ func (c *client) setPolicer(on bool) error {
 		v = 1
 	}
 	ae := netlink.NewAttributeEncoder()
-	ae.Uint8(attrPolicer, v)
+	ae.Uint8(qosAttrPolicer, v)
 	data, err := ae.Encode()
 	if err != nil {
 		return err
 	}
-	_, err = c.patchExecute(fmt.Sprintf("set policer %d", v), cmdSetPolicer, netlink.Request|netlink.Acknowledge, data)
+	_, err = c.qosExecute(fmt.Sprintf("set policer %d", v), qosCmdSetPolicer, netlink.Request|netlink.Acknowledge, data)
 	return err
 }
 
@@ -297,17 +363,20 @@ type subscription struct {
 // subscription's socket (8 MiB: ~40k events of ~200 bytes).
 const subscriptionReadBuffer = 8 << 20
 
-// subscribe opens a socket of its own, joins the QoS group and watches ctx.
+// subscribe opens a socket of its own, joins gtp5g_qos's event group and
+// watches ctx.
 func (c *client) subscribe(ctx context.Context) (*Subscription, error) {
 	var id uint32
 	found := false
-	for _, g := range c.family.Groups {
-		if g.Name == qosGroup {
-			id, found = g.ID, true
+	if c.qos != nil {
+		for _, g := range c.qos.Groups {
+			if g.Name == qosGroup {
+				id, found = g.ID, true
+			}
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("gtp5g subscribe to QoS events: no multicast group %q: %w", qosGroup, ErrNotSupported)
+		return nil, fmt.Errorf("gtp5g subscribe to QoS events: no multicast group %q in family %q: %w", qosGroup, qosFamilyName, ErrNotSupported)
 	}
 	conn, err := c.dial()
 	if err != nil {
@@ -319,7 +388,7 @@ func (c *client) subscribe(ctx context.Context) (*Subscription, error) {
 	_ = conn.SetReadBuffer(subscriptionReadBuffer)
 	if err := conn.JoinGroup(id); err != nil {
 		_ = conn.Close()
-		return nil, opError("join multicast group "+qosGroup, err)
+		return nil, opError("join multicast group "+qosFamilyName+"/"+qosGroup, err)
 	}
 	return c.newSubscription(ctx, conn)
 }

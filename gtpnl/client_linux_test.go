@@ -23,19 +23,67 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const testFamilyID = 0x24
-
-var (
-	stockFamily   = genetlink.Family{ID: testFamilyID, Name: familyName, Groups: []genetlink.MulticastGroup{{Name: "gtp5g", ID: 0x11}}}
-	patchedFamily = genetlink.Family{ID: testFamilyID, Name: familyName, Groups: []genetlink.MulticastGroup{{Name: "gtp5g", ID: 0x11}, {Name: qosGroup, ID: 0x12}}}
-	cmpAddr       = cmpopts.EquateComparable(netip.Addr{})
+const (
+	testFamilyID    = 0x24
+	testQoSFamilyID = 0x25
 )
 
-// testClient returns a client talking to fn through genltest, with f as the
-// gtp5g family.
-func testClient(t *testing.T, f genetlink.Family, fn genltest.Func) *Client {
+var (
+	gtp5gFamily = genetlink.Family{ID: testFamilyID, Name: familyName, Groups: []genetlink.MulticastGroup{{Name: "gtp5g", ID: 0x11}}}
+	qosFamily   = genetlink.Family{ID: testQoSFamilyID, Name: qosFamilyName, Version: 1, Groups: []genetlink.MulticastGroup{{Name: qosGroup, ID: 0x12}}}
+	// A module with the first revision of the patch series: its additions
+	// inside the gtp5g family, no gtp5g_qos family. gtpnl treats it as
+	// stock.
+	oldSeriesFamily = genetlink.Family{ID: testFamilyID, Name: familyName, Groups: []genetlink.MulticastGroup{{Name: "gtp5g", ID: 0x11}, {Name: "gtp5g_qos", ID: 0x12}}}
+
+	stockFamilies   = []genetlink.Family{gtp5gFamily}
+	patchedFamilies = []genetlink.Family{gtp5gFamily, qosFamily}
+	cmpAddr         = cmpopts.EquateComparable(netip.Addr{})
+)
+
+// serveFamilies answers the controller's GETFAMILY for each of fams by
+// name (ENOENT for any other name) or, for a dump, with all of them, and
+// passes every other request to fn.
+func serveFamilies(fams []genetlink.Family, fn genltest.Func) genltest.Func {
+	return func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
+		if nreq.Header.Type != unix.GENL_ID_CTRL || greq.Header.Command != unix.CTRL_CMD_GETFAMILY {
+			return fn(greq, nreq)
+		}
+		if nreq.Header.Flags&netlink.Dump != 0 {
+			var out []genetlink.Message
+			for _, f := range fams {
+				m, err := genltest.ServeFamily(f, nil)(greq, nreq)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, m...)
+			}
+			return out, nil
+		}
+		ad, err := netlink.NewAttributeDecoder(greq.Data)
+		if err != nil {
+			return nil, err
+		}
+		var name string
+		for ad.Next() {
+			if ad.Type() == unix.CTRL_ATTR_FAMILY_NAME {
+				name = ad.String()
+			}
+		}
+		for _, f := range fams {
+			if f.Name == name {
+				return genltest.ServeFamily(f, nil)(greq, nreq)
+			}
+		}
+		return nil, genltest.Error(int(unix.ENOENT))
+	}
+}
+
+// testClient returns a client talking to fn through genltest, with fams
+// as the module's generic netlink families.
+func testClient(t *testing.T, fams []genetlink.Family, fn genltest.Func) *Client {
 	t.Helper()
-	conn := genltest.Dial(genltest.ServeFamily(f, fn))
+	conn := genltest.Dial(serveFamilies(fams, fn))
 	c, err := initClient(conn, func() (*genetlink.Conn, error) { return nil, errors.New("no dial in tests") })
 	if err != nil {
 		t.Fatalf("initClient: %v", err)
@@ -44,13 +92,30 @@ func testClient(t *testing.T, f genetlink.Family, fn genltest.Func) *Client {
 	return &Client{c: c}
 }
 
-// expect returns a Func checking the request byte for byte (family, command,
-// flags, genl version 0, attribute bytes) before answering with msgs/err.
-func expect(t *testing.T, cmd uint8, flags netlink.HeaderFlags, data []byte, msgs []genetlink.Message, err error) genltest.Func {
+// route serves each request by the Func registered for its family and
+// command, failing the test on any other.
+func route(t *testing.T, fns map[[2]uint16]genltest.Func) genltest.Func {
+	return func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
+		if nreq.Header.Type == 0 {
+			return nil, io.EOF // the read after a dump's data: DONE
+		}
+		fn, ok := fns[[2]uint16{uint16(nreq.Header.Type), uint16(greq.Header.Command)}]
+		if !ok {
+			t.Errorf("unexpected request: family %#x command %d", uint16(nreq.Header.Type), greq.Header.Command)
+			return nil, genltest.Error(int(unix.EOPNOTSUPP))
+		}
+		return fn(greq, nreq)
+	}
+}
+
+// expect returns a Func checking a request to f byte for byte (family,
+// command, flags, genl version, attribute bytes) before answering with
+// msgs/err.
+func expect(t *testing.T, f genetlink.Family, cmd uint8, flags netlink.HeaderFlags, data []byte, msgs []genetlink.Message, err error) genltest.Func {
 	t.Helper()
-	check := genltest.CheckRequest(testFamilyID, cmd, flags, func(greq genetlink.Message, _ netlink.Message) ([]genetlink.Message, error) {
-		if greq.Header.Version != 0 {
-			t.Errorf("request genl version %d, want 0", greq.Header.Version)
+	check := genltest.CheckRequest(f.ID, cmd, flags, func(greq genetlink.Message, _ netlink.Message) ([]genetlink.Message, error) {
+		if greq.Header.Version != f.Version {
+			t.Errorf("request genl version %d, want %d", greq.Header.Version, f.Version)
 		}
 		if diff := cmp.Diff(data, greq.Data, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("request attributes differ (-want +got):\n%s", diff)
@@ -105,10 +170,9 @@ func TestDialRealNoModule(t *testing.T) {
 }
 
 func TestVersionStock(t *testing.T) {
-	// Request: GTP5G_VERSION_FEATURES as a flag (len 4, type 1, no payload).
-	req := []byte{0x04, 0x00, 0x01, 0x00}
+	// The request carries no attributes, like go-upf's.
 	ans := reply(cmdGetVersion, []byte{0x0b, 0x00, 0x00, 0x00, '0', '.', '1', '0', '.', '2', 0x00, 0x00})
-	c := testClient(t, stockFamily, expect(t, cmdGetVersion, netlink.Request, req, []genetlink.Message{ans}, nil))
+	c := testClient(t, stockFamilies, expect(t, gtp5gFamily, cmdGetVersion, netlink.Request, nil, []genetlink.Message{ans}, nil))
 	v, err := c.Version()
 	if err != nil {
 		t.Fatalf("Version: %v", err)
@@ -116,6 +180,7 @@ func TestVersionStock(t *testing.T) {
 	if v != "0.10.2" {
 		t.Errorf("Version = %q, want 0.10.2", v)
 	}
+	// No gtp5g_qos family: no features, and no request for them.
 	f, err := c.Features()
 	if err != nil {
 		t.Fatalf("Features: %v", err)
@@ -123,15 +188,18 @@ func TestVersionStock(t *testing.T) {
 	if f != 0 || f.String() != "none" {
 		t.Errorf("Features on stock = %v (%#x), want none", f, uint32(f))
 	}
+	fams, err := c.Families()
+	if err != nil {
+		t.Fatalf("Families: %v", err)
+	}
+	if len(fams) != 1 || fams[0].String() != "gtp5g v0 (id 36, groups gtp5g)" {
+		t.Errorf("Families on stock = %v", fams)
+	}
 }
 
-func TestVersionPatched(t *testing.T) {
-	req := []byte{0x04, 0x00, 0x01, 0x00}
-	ans := reply(cmdGetVersion, []byte{
-		0x0b, 0x00, 0x00, 0x00, '0', '.', '1', '0', '.', '2', 0x00, 0x00,
-		0x08, 0x00, 0x01, 0x00, 0x0f, 0x00, 0x00, 0x00,
-	})
-	c := testClient(t, patchedFamily, expect(t, cmdGetVersion, netlink.Request, req, []genetlink.Message{ans}, nil))
+func TestFeaturesPatched(t *testing.T) {
+	ans := reply(qosCmdGetFeatures, []byte{0x08, 0x00, 0x02, 0x00, 0x0f, 0x00, 0x00, 0x00})
+	c := testClient(t, patchedFamilies, expect(t, qosFamily, qosCmdGetFeatures, netlink.Request, nil, []genetlink.Message{ans}, nil))
 	f, err := c.Features()
 	if err != nil {
 		t.Fatalf("Features: %v", err)
@@ -143,6 +211,34 @@ func TestVersionPatched(t *testing.T) {
 	if got := f.String(); got != "flow-mark,qos-events,policer-ctrl,mark-ctrl" {
 		t.Errorf("Features.String = %q", got)
 	}
+	fams, err := c.Families()
+	if err != nil {
+		t.Fatalf("Families: %v", err)
+	}
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.String())
+	}
+	wantNames := []string{"gtp5g v0 (id 36, groups gtp5g)", "gtp5g_qos v1 (id 37, groups events): flow-mark,qos-events,policer-ctrl,mark-ctrl"}
+	if diff := cmp.Diff(wantNames, names); diff != "" {
+		t.Errorf("Families differ (-want +got):\n%s", diff)
+	}
+}
+
+// A module with the first revision of the series (numbers appended to the
+// gtp5g family, a "gtp5g_qos" group in it) is driven as stock gtp5g: no
+// request goes to the numbers that revision appended.
+func TestOldSeriesModuleIsStock(t *testing.T) {
+	c := testClient(t, []genetlink.Family{oldSeriesFamily}, func(greq genetlink.Message, _ netlink.Message) ([]genetlink.Message, error) {
+		t.Errorf("request %d reached the module", greq.Header.Command)
+		return nil, genltest.Error(int(unix.EOPNOTSUPP))
+	})
+	if f, err := c.Features(); err != nil || f != 0 {
+		t.Errorf("Features = %v, %v; want none", f, err)
+	}
+	if _, err := c.Subscribe(context.Background()); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("Subscribe: %v; want ErrNotSupported", err)
+	}
 }
 
 func TestQERsDump(t *testing.T) {
@@ -150,13 +246,16 @@ func TestQERsDump(t *testing.T) {
 		reply(cmdGetQER, kqer{id: 1, seid: 1, mbrUL: 200000, mbrDL: 100000, qfi: 1, pdrIDs: []uint16{1, 2, 7, 8}}.attrs(t)),
 		reply(cmdGetQER, kqer{id: 3, seid: 1, gate: 0x4, gbrDL: 15000, mbrDL: 18000, qfi: 2, corrID: 7, rqi: 1, ppi: 5, pdrIDs: []uint16{3, 4}}.attrs(t)),
 		// 40-bit maximum: high32 = 0xffffffff, low8 = 0xff.
-		reply(cmdGetQER, kqer{id: 9, mbrUL: 1<<40 - 1, qfi: 63, patched: true, flowMark: 0xabcdef}.attrs(t)),
+		reply(cmdGetQER, kqer{id: 9, mbrUL: 1<<40 - 1, qfi: 63}.attrs(t)),
 		// gtp5g's resumed dump repeated QER 1 of session 1 (see dedupe.go).
 		reply(cmdGetQER, kqer{id: 1, seid: 1, mbrUL: 200000, mbrDL: 100000, qfi: 1, pdrIDs: []uint16{1, 2, 7, 8}}.attrs(t)),
 		// Same SEID and id, different content: kept for the caller to report.
 		reply(cmdGetQER, kqer{id: 9, qfi: 5}.attrs(t)),
+		// A newer gtp5g's QER attribute 14 (unknown to v0.10.2) is skipped:
+		// it is not a flow mark.
+		reply(cmdGetQER, cat(kqer{id: 10, seid: 2}.attrs(t), attr(14, []byte{7, 0, 0, 0}))),
 	}
-	c := testClient(t, stockFamily, expect(t, cmdGetQER, netlink.Request|netlink.Dump, nil, msgs, nil))
+	c := testClient(t, stockFamilies, expect(t, gtp5gFamily, cmdGetQER, netlink.Request|netlink.Dump, nil, msgs, nil))
 	got, err := c.QERs()
 	if err != nil {
 		t.Fatalf("QERs: %v", err)
@@ -164,8 +263,9 @@ func TestQERsDump(t *testing.T) {
 	want := []QER{
 		{SEID: 1, ID: 1, MBR: Bitrate{Uplink: 200_000_000, Downlink: 100_000_000}, QFI: 1, RelatedPDRs: []uint16{1, 2, 7, 8}},
 		{SEID: 1, ID: 3, Gate: 0x4, MBR: Bitrate{Downlink: 18_000_000}, GBR: Bitrate{Downlink: 15_000_000}, QFI: 2, CorrelationID: 7, RQI: true, PPI: 5, RelatedPDRs: []uint16{3, 4}},
-		{ID: 9, MBR: Bitrate{Uplink: (1<<40 - 1) * 1000}, QFI: 63, FlowMark: 0xabcdef},
+		{ID: 9, MBR: Bitrate{Uplink: (1<<40 - 1) * 1000}, QFI: 63},
 		{ID: 9, QFI: 5},
+		{SEID: 2, ID: 10},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("QERs differ (-want +got):\n%s", diff)
@@ -175,17 +275,47 @@ func TestQERsDump(t *testing.T) {
 	}
 }
 
+// With gtp5g_qos, QERs() dumps gtp5g's QERs, then gtp5g_qos's flow mark
+// records, and joins them by SEID and id.
+func TestQERsDumpPatched(t *testing.T) {
+	qers := []genetlink.Message{
+		reply(cmdGetQER, kqer{id: 1, seid: 1, qfi: 1}.attrs(t)),
+		reply(cmdGetQER, kqer{id: 3, seid: 1, qfi: 2}.attrs(t)),
+		reply(cmdGetQER, kqer{id: 3, seid: 2, qfi: 2}.attrs(t)),
+	}
+	recs := []genetlink.Message{
+		reply(qosCmdGetQER, qerRecord(t, 7, 1, 3, 0xabcdef)),
+		reply(qosCmdGetQER, qerRecord(t, 7, 1, 1, 1)),
+		// A QER created between the two dumps: no gtp5g record, ignored.
+		reply(qosCmdGetQER, qerRecord(t, 7, 9, 9, 9)),
+	}
+	c := testClient(t, patchedFamilies, route(t, map[[2]uint16]genltest.Func{
+		{testFamilyID, cmdGetQER}:       expect(t, gtp5gFamily, cmdGetQER, netlink.Request|netlink.Dump, nil, qers, nil),
+		{testQoSFamilyID, qosCmdGetQER}: expect(t, qosFamily, qosCmdGetQER, netlink.Request|netlink.Dump, nil, recs, nil),
+	}))
+	got, err := c.QERs()
+	if err != nil {
+		t.Fatalf("QERs: %v", err)
+	}
+	want := []QER{{SEID: 1, ID: 1, QFI: 1, FlowMark: 1}, {SEID: 1, ID: 3, QFI: 2, FlowMark: 0xabcdef}, {SEID: 2, ID: 3, QFI: 2}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("QERs differ (-want +got):\n%s", diff)
+	}
+}
+
 func TestPDRsDump(t *testing.T) {
 	msgs := []genetlink.Message{
 		// Uplink PDR of flow A, as stock v0.10.2 reports it (no SRC_INTF).
 		reply(cmdGetPDR, kpdr{id: 3, precedence: 128, seid: 1, ohr: u8p(0), farID: 3, qerIDs: []uint32{3}, urrIDs: []uint32{1},
 			teid: 200, gtpuAddr: "10.100.0.1", ueAddr: "10.60.0.1"}.attrs(t)),
-		// Downlink PDR of flow C with SDF and two QERs, patched (SRC_INTF, QFI, mark).
+		// Downlink PDR of flow C with SDF and two QERs (SRC_INTF as a
+		// later gtp5g might report it).
 		reply(cmdGetPDR, kpdr{id: 8, precedence: 128, seid: 1, farID: 8, qerIDs: []uint32{1, 5}, ueAddr: "10.60.0.1", srcIntf: u8p(1),
-			sdf:     &ksdf{action: 1, dir: 2, proto: 0xff, src: "192.168.100.5", dst: "10.60.0.1", smask: "255.255.255.0", dports: []uint32{5203 | 5203<<16}},
-			patched: true, qfi: 1, flowMark: 17}.attrs(t)),
+			sdf: &ksdf{action: 1, dir: 2, proto: 0xff, src: "192.168.100.5", dst: "10.60.0.1", smask: "255.255.255.0", dports: []uint32{5203 | 5203<<16}}}.attrs(t)),
+		// A newer gtp5g's PDR attribute 13 (PDN type) is not a QFI.
+		reply(cmdGetPDR, cat(kpdr{id: 9, seid: 1}.attrs(t), attr(13, []byte{1, 0, 0, 0}))),
 	}
-	c := testClient(t, stockFamily, expect(t, cmdGetPDR, netlink.Request|netlink.Dump, nil, msgs, nil))
+	c := testClient(t, stockFamilies, expect(t, gtp5gFamily, cmdGetPDR, netlink.Request|netlink.Dump, nil, msgs, nil))
 	got, err := c.PDRs()
 	if err != nil {
 		t.Fatalf("PDRs: %v", err)
@@ -194,11 +324,38 @@ func TestPDRsDump(t *testing.T) {
 	want := []PDR{
 		{SEID: 1, ID: 3, Precedence: 128, OuterHeaderRemoval: u8p(0), FARID: 3, QERIDs: []uint32{3}, URRIDs: []uint32{1},
 			PDI: PDI{UEAddr: netip.MustParseAddr("10.60.0.1"), FTEID: &FTEID{TEID: 200, Addr: netip.MustParseAddr("10.100.0.1")}}},
-		{SEID: 1, ID: 8, Precedence: 128, FARID: 8, QERIDs: []uint32{1, 5}, QFI: 1, FlowMark: 17,
+		{SEID: 1, ID: 8, Precedence: 128, FARID: 8, QERIDs: []uint32{1, 5},
 			PDI: PDI{SourceInterface: &core, UEAddr: netip.MustParseAddr("10.60.0.1"),
 				SDF: &SDFFilter{Rule: &FlowDescription{Action: 1, Direction: 2, Protocol: 0xff,
 					Src: netip.MustParseAddr("192.168.100.5"), SrcMask: netip.MustParseAddr("255.255.255.0"),
-					Dst: netip.MustParseAddr("10.60.0.1"), DstPorts: []PortRange{{5203, 5203}}}}}},
+					Dst: netip.MustParseAddr("10.60.0.1"), DstPorts: []PortRange{{Start: 5203, End: 5203}}}}}},
+		{SEID: 1, ID: 9},
+	}
+	if diff := cmp.Diff(want, got, cmpAddr); diff != "" {
+		t.Errorf("PDRs differ (-want +got):\n%s", diff)
+	}
+}
+
+func TestPDRsDumpPatched(t *testing.T) {
+	pdrs := []genetlink.Message{
+		reply(cmdGetPDR, kpdr{id: 3, seid: 1, farID: 3, qerIDs: []uint32{3}}.attrs(t)),
+		reply(cmdGetPDR, kpdr{id: 8, seid: 1, farID: 8, qerIDs: []uint32{1, 5}}.attrs(t)),
+	}
+	recs := []genetlink.Message{
+		reply(qosCmdGetPDR, pdrRecord(t, 7, 1, 8, 4, 17)),
+		reply(qosCmdGetPDR, pdrRecord(t, 7, 1, 3, 2, 5)),
+	}
+	c := testClient(t, patchedFamilies, route(t, map[[2]uint16]genltest.Func{
+		{testFamilyID, cmdGetPDR}:       expect(t, gtp5gFamily, cmdGetPDR, netlink.Request|netlink.Dump, nil, pdrs, nil),
+		{testQoSFamilyID, qosCmdGetPDR}: expect(t, qosFamily, qosCmdGetPDR, netlink.Request|netlink.Dump, nil, recs, nil),
+	}))
+	got, err := c.PDRs()
+	if err != nil {
+		t.Fatalf("PDRs: %v", err)
+	}
+	want := []PDR{
+		{SEID: 1, ID: 3, FARID: 3, QERIDs: []uint32{3}, QFI: 2, FlowMark: 5},
+		{SEID: 1, ID: 8, FARID: 8, QERIDs: []uint32{1, 5}, QFI: 4, FlowMark: 17},
 	}
 	if diff := cmp.Diff(want, got, cmpAddr); diff != "" {
 		t.Errorf("PDRs differ (-want +got):\n%s", diff)
@@ -211,7 +368,7 @@ func TestFARsDump(t *testing.T) {
 		reply(cmdGetFAR, kfar{id: 3, seid: 1, action: 0x02, u16Action: true, fwd: true, policy: "n6-policy"}.attrs(t)),
 		reply(cmdGetFAR, kfar{id: 4, action: 0x01}.attrs(t)),
 	}
-	c := testClient(t, stockFamily, expect(t, cmdGetFAR, netlink.Request|netlink.Dump, nil, msgs, nil))
+	c := testClient(t, patchedFamilies, expect(t, gtp5gFamily, cmdGetFAR, netlink.Request|netlink.Dump, nil, msgs, nil))
 	got, err := c.FARs()
 	if err != nil {
 		t.Fatalf("FARs: %v", err)
@@ -229,7 +386,7 @@ func TestFARsDump(t *testing.T) {
 }
 
 func TestDumpEmpty(t *testing.T) {
-	c := testClient(t, stockFamily, expect(t, cmdGetQER, netlink.Request|netlink.Dump, nil, nil, nil))
+	c := testClient(t, stockFamilies, expect(t, gtp5gFamily, cmdGetQER, netlink.Request|netlink.Dump, nil, nil, nil))
 	got, err := c.QERs()
 	if err != nil {
 		t.Fatalf("QERs: %v", err)
@@ -252,7 +409,7 @@ func TestErrnoMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := testClient(t, stockFamily, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+			c := testClient(t, stockFamilies, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
 				return nil, genltest.Error(int(tt.errno))
 			})
 			// A doit request: genltest cannot fake an error reply to a
@@ -278,12 +435,12 @@ func TestErrnoMapping(t *testing.T) {
 }
 
 func TestMarkModeGet(t *testing.T) {
-	ans := reply(cmdGetQoSMark, []byte{
+	ans := reply(qosCmdGetMark, []byte{
 		0x05, 0x00, 0x03, 0x00, 0x02, 0x00, 0x00, 0x00, // MARK_MODE u8 2 (flow)
 		0x08, 0x00, 0x04, 0x00, 0xff, 0xff, 0xff, 0x00, // MARK_MASK u32 0x00ffffff
 		0x05, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, // MARK_SHIFT u8 0
 	})
-	c := testClient(t, patchedFamily, expect(t, cmdGetQoSMark, netlink.Request, nil, []genetlink.Message{ans}, nil))
+	c := testClient(t, patchedFamilies, expect(t, qosFamily, qosCmdGetMark, netlink.Request, nil, []genetlink.Message{ans}, nil))
 	l, err := c.MarkLayout()
 	if err != nil {
 		t.Fatalf("MarkLayout: %v", err)
@@ -299,12 +456,12 @@ func TestMarkModeGet(t *testing.T) {
 func TestMarkModeSet(t *testing.T) {
 	for _, m := range []MarkMode{MarkOff, MarkQFI, MarkFlow} {
 		req := []byte{0x05, 0x00, 0x03, 0x00, byte(m), 0x00, 0x00, 0x00}
-		c := testClient(t, patchedFamily, expect(t, cmdSetQoSMark, netlink.Request|netlink.Acknowledge, req, nil, nil))
+		c := testClient(t, patchedFamilies, expect(t, qosFamily, qosCmdSetMark, netlink.Request|netlink.Acknowledge, req, nil, nil))
 		if err := c.SetMarkMode(m); err != nil {
 			t.Fatalf("SetMarkMode(%v): %v", m, err)
 		}
 	}
-	c := testClient(t, patchedFamily, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+	c := testClient(t, patchedFamilies, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
 		t.Error("invalid mode reached the kernel")
 		return nil, nil
 	})
@@ -314,8 +471,8 @@ func TestMarkModeSet(t *testing.T) {
 }
 
 func TestPolicer(t *testing.T) {
-	ans := reply(cmdGetPolicer, []byte{0x05, 0x00, 0x0c, 0x00, 0x01, 0x00, 0x00, 0x00})
-	c := testClient(t, patchedFamily, expect(t, cmdGetPolicer, netlink.Request, nil, []genetlink.Message{ans}, nil))
+	ans := reply(qosCmdGetPolicer, []byte{0x05, 0x00, 0x06, 0x00, 0x01, 0x00, 0x00, 0x00})
+	c := testClient(t, patchedFamilies, expect(t, qosFamily, qosCmdGetPolicer, netlink.Request, nil, []genetlink.Message{ans}, nil))
 	on, err := c.Policer()
 	if err != nil || !on {
 		t.Fatalf("Policer = %v, %v; want true, nil", on, err)
@@ -325,17 +482,19 @@ func TestPolicer(t *testing.T) {
 		if v {
 			b = 1
 		}
-		req := []byte{0x05, 0x00, 0x0c, 0x00, b, 0x00, 0x00, 0x00}
-		c := testClient(t, patchedFamily, expect(t, cmdSetPolicer, netlink.Request|netlink.Acknowledge, req, nil, nil))
+		req := []byte{0x05, 0x00, 0x06, 0x00, b, 0x00, 0x00, 0x00}
+		c := testClient(t, patchedFamilies, expect(t, qosFamily, qosCmdSetPolicer, netlink.Request|netlink.Acknowledge, req, nil, nil))
 		if err := c.SetPolicer(v); err != nil {
 			t.Fatalf("SetPolicer(%v): %v", v, err)
 		}
 	}
 }
 
-// On a stock module the patch's commands are unknown: EOPNOTSUPP.
+// On a stock module (no gtp5g_qos family) the patch's calls fail with
+// ErrNotSupported without sending anything.
 func TestPatchCommandsOnStock(t *testing.T) {
-	c := testClient(t, stockFamily, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
+	c := testClient(t, stockFamilies, func(greq genetlink.Message, _ netlink.Message) ([]genetlink.Message, error) {
+		t.Errorf("request %d reached a stock module", greq.Header.Command)
 		return nil, genltest.Error(int(unix.EOPNOTSUPP))
 	})
 	calls := map[string]func() error{
@@ -357,7 +516,7 @@ func TestPatchCommandsOnStock(t *testing.T) {
 // (genltest cannot join groups, so the join step is skipped).
 func testSubscription(t *testing.T, ctx context.Context, fn genltest.Func) (*Client, *Subscription) {
 	t.Helper()
-	c := testClient(t, patchedFamily, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) { return nil, nil })
+	c := testClient(t, patchedFamilies, func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) { return nil, nil })
 	s, err := c.c.newSubscription(ctx, genltest.Dial(fn))
 	if err != nil {
 		t.Fatalf("newSubscription: %v", err)
@@ -367,10 +526,12 @@ func testSubscription(t *testing.T, ctx context.Context, fn genltest.Func) (*Cli
 
 func TestSubscribeEvents(t *testing.T) {
 	batches := [][]genetlink.Message{
-		{eventMsg(t, 1, 41, attrEventQER, kqer{id: 3, seid: 1, gbrDL: 15000, mbrDL: 18000, qfi: 2, patched: true, flowMark: 5}.attrs(t))},
+		{qerEvent(t, 1, 41, kqer{id: 3, seid: 1, gbrDL: 15000, mbrDL: 18000, qfi: 2}, 5)},
 		{
-			eventMsg(t, 2, 42, attrEventPDR, kpdr{id: 4, precedence: 128, seid: 1, farID: 4, qerIDs: []uint32{3}, ueAddr: "10.60.0.1", srcIntf: u8p(1), patched: true, qfi: 2, flowMark: 5}.attrs(t)),
-			eventMsg(t, 3, 43, attrEventFAR, kfar{id: 4, seid: 1, action: 2, fwd: true, ohc: true, desc: 0x100, teid: 100, peer: "10.100.0.2", port: 2152}.attrs(t)),
+			pdrEvent(t, 2, 42, kpdr{id: 4, precedence: 128, seid: 1, farID: 4, qerIDs: []uint32{3}, ueAddr: "10.60.0.1", srcIntf: u8p(1)}, 2, 5),
+			farEvent(t, 3, 43, kfar{id: 4, seid: 1, action: 2, fwd: true, ohc: true, desc: 0x100, teid: 100, peer: "10.100.0.2", port: 2152}),
+			droppedEvent(t, 44, qosAttrFARID, 1, 5),
+			droppedEvent(t, 45, qosAttrPDRID, 2, 6),
 		},
 	}
 	i := 0
@@ -396,6 +557,8 @@ func TestSubscribeEvents(t *testing.T) {
 			PDI: PDI{SourceInterface: &core, UEAddr: netip.MustParseAddr("10.60.0.1")}}},
 		{Op: EventDelete, Seq: 43, Link: 7, Ifname: "upfgtp", FAR: &FAR{SEID: 1, ID: 4, ApplyAction: ActionForw, Forwarding: &ForwardingParameters{
 			OuterHeaderCreation: &OuterHeaderCreation{Description: 0x100, TEID: 100, Peer: netip.MustParseAddr("10.100.0.2"), Port: 2152}}}},
+		{Op: EventDelete, Seq: 44, Link: 7, Ifname: "upfgtp", FAR: &FAR{SEID: 1, ID: 5}, IDsOnly: true},
+		{Op: EventDelete, Seq: 45, Link: 7, Ifname: "upfgtp", PDR: &PDR{SEID: 2, ID: 6}, IDsOnly: true},
 	}
 	if diff := cmp.Diff(want, got, cmpAddr); diff != "" {
 		t.Errorf("events differ (-want +got):\n%s", diff)
@@ -416,7 +579,7 @@ func TestSubscribeSequenceGap(t *testing.T) {
 	seqs := []uint32{0xffffffff, 0, 2} // wraps fine, then skips 1
 	i := 0
 	_, s := testSubscription(t, context.Background(), func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
-		m := eventMsg(t, 1, seqs[i], attrEventQER, kqer{id: uint32(i + 1)}.attrs(t))
+		m := qerEvent(t, 1, seqs[i], kqer{id: uint32(i + 1)}, 0)
 		i++
 		return []genetlink.Message{m}, nil
 	})
@@ -447,7 +610,7 @@ func TestCloseUnblocksReceive(t *testing.T) {
 	if err != nil || len(nlctrl.Groups) == 0 {
 		t.Skipf("cannot resolve nlctrl's notify group: %v", err)
 	}
-	fam := genetlink.Family{ID: nlctrl.ID, Name: familyName, Groups: []genetlink.MulticastGroup{{Name: qosGroup, ID: nlctrl.Groups[0].ID}}}
+	qos := genetlink.Family{ID: nlctrl.ID, Name: qosFamilyName, Groups: []genetlink.MulticastGroup{{Name: qosGroup, ID: nlctrl.Groups[0].ID}}}
 
 	closers := map[string]func(c *Client, s *Subscription, cancel context.CancelFunc){
 		"client":       func(c *Client, _ *Subscription, _ context.CancelFunc) { _ = c.Close() },
@@ -460,7 +623,7 @@ func TestCloseUnblocksReceive(t *testing.T) {
 			if err != nil {
 				t.Fatalf("dial: %v", err)
 			}
-			c := &Client{c: &client{c: conn, family: fam, dial: dialConn, subs: map[*subscription]struct{}{}}}
+			c := &Client{c: &client{c: conn, family: gtp5gFamily, qos: &qos, dial: dialConn, subs: map[*subscription]struct{}{}}}
 			defer c.Close()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -508,7 +671,7 @@ func TestSameNetNS(t *testing.T) {
 func TestConcurrentRequests(t *testing.T) {
 	qerMsgs := []genetlink.Message{reply(cmdGetQER, kqer{id: 1, seid: 1}.attrs(t)), reply(cmdGetQER, kqer{id: 2, seid: 1}.attrs(t))}
 	ver := reply(cmdGetVersion, []byte{0x0b, 0x00, 0x00, 0x00, '0', '.', '1', '0', '.', '2', 0x00, 0x00})
-	c := testClient(t, stockFamily, func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
+	c := testClient(t, stockFamilies, func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
 		switch {
 		case nreq.Header.Type == 0:
 			return nil, io.EOF // the read after a dump's data: DONE

@@ -18,7 +18,9 @@ type subscription struct{}
 
 func newClient() (*client, error)                                { return nil, errUnsupportedOS }
 func (*client) Close() error                                     { return errUnsupportedOS }
-func (*client) version() (versionInfo, error)                    { return versionInfo{}, errUnsupportedOS }
+func (*client) version() (string, error)                         { return "", errUnsupportedOS }
+func (*client) features() (Features, error)                      { return 0, errUnsupportedOS }
+func (*client) families() ([]Family, error)                      { return nil, errUnsupportedOS }
 func (*client) qers() ([]QER, error)                             { return nil, errUnsupportedOS }
 func (*client) pdrs() ([]PDR, error)                             { return nil, errUnsupportedOS }
 func (*client) fars() ([]FAR, error)                             { return nil, errUnsupportedOS }

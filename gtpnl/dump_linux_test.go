@@ -63,7 +63,7 @@ func TestDumpSpansDatagrams(t *testing.T) {
 		queue = queue[1:]
 		return d, nil
 	}
-	c := &Client{c: &client{c: genetlink.NewConn(nltest.Dial(fn)), family: stockFamily, subs: map[*subscription]struct{}{}}}
+	c := &Client{c: &client{c: genetlink.NewConn(nltest.Dial(fn)), family: gtp5gFamily, subs: map[*subscription]struct{}{}}}
 	defer c.Close()
 
 	qers, err := c.QERs()

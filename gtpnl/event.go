@@ -30,8 +30,8 @@ func (o EventOp) String() string {
 	}
 }
 
-// Event is one QoS rule change multicast by a patched gtp5g. Exactly one of
-// QER, PDR and FAR is set.
+// Event is one QoS rule change multicast by a patched gtp5g on the
+// gtp5g_qos family's event group. Exactly one of QER, PDR and FAR is set.
 type Event struct {
 	// Op is what happened.
 	Op EventOp
@@ -43,10 +43,14 @@ type Event struct {
 	// Ifname is that device's name.
 	Ifname string
 	// QER, PDR, FAR: the rule's state (after the change; last state for a
-	// delete).
+	// delete), with its QFI and flow mark from the event.
 	QER *QER
 	PDR *PDR
 	FAR *FAR
+	// IDsOnly marks the delete of a rule gtp5g dropped because an update
+	// of it failed: its state may have been half overwritten, so the event
+	// names it by SEID and id alone and the rest of the rule is zero.
+	IDsOnly bool
 }
 
 // String formats the event for logs.

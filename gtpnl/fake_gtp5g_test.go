@@ -10,8 +10,9 @@ import (
 )
 
 // This file builds messages the way gtp5g v0.10.2's QER, PDR and FAR fill
-// functions do (same attribute order, types and widths), plus the
-// attributes the gtpqos patch series adds (gtp5g-patch/ABI.md).
+// functions do (same attribute order, types and widths), and the records
+// and events of the gtpqos patch series' gtp5g_qos family
+// (gtp5g-patch/ABI.md).
 
 // kqer is a QER as gtp5g's struct qer stores it.
 type kqer struct {
@@ -23,8 +24,6 @@ type kqer struct {
 	corrID              uint32
 	rqi, qfi, ppi, rcsr uint8
 	pdrIDs              []uint16
-	flowMark            uint32
-	patched             bool
 }
 
 func putRate(ae *netlink.AttributeEncoder, ul, dl uint64) {
@@ -60,9 +59,6 @@ func (q kqer) attrs(tb testing.TB) []byte {
 	if len(q.pdrIDs) > 0 {
 		ae.Bytes(attrQERRelatedToPDR, u16s(q.pdrIDs))
 	}
-	if q.patched {
-		ae.Uint32(attrQERFlowMark, q.flowMark)
-	}
 	return mustEncode(tb, ae)
 }
 
@@ -78,11 +74,8 @@ type kpdr struct {
 	ueAddr     string
 	teid       uint32
 	gtpuAddr   string
-	srcIntf    *uint8 // only the patch's replies carry it
+	srcIntf    *uint8 // v0.10.2 does not put it back; a later gtp5g may
 	sdf        *ksdf
-	qfi        uint8
-	flowMark   uint32
-	patched    bool
 }
 
 type ksdf struct {
@@ -156,10 +149,6 @@ func (p kpdr) attrs(tb testing.TB) []byte {
 		}
 		return nil
 	})
-	if p.patched {
-		ae.Uint8(attrPDRQFI, p.qfi)
-		ae.Uint32(attrPDRFlowMark, p.flowMark)
-	}
 	return mustEncode(tb, ae)
 }
 
@@ -234,14 +223,86 @@ func reply(cmd uint8, data []byte) genetlink.Message {
 
 func u8p(v uint8) *uint8 { return &v }
 
-// eventMsg builds a GTP5G_CMD_QOS_EVENT message as the patch sends it.
-func eventMsg(t testing.TB, op uint8, seq uint32, nestType uint16, nest []byte) genetlink.Message {
-	t.Helper()
+// eventHead encodes the attributes every gtp5g_qos event starts with.
+func eventHead(ae *netlink.AttributeEncoder, op uint8, seq uint32, seid uint64) {
+	ae.Uint8(qosAttrEventOp, op)
+	ae.Uint32(qosAttrEventSeq, seq)
+	ae.Uint32(qosAttrLink, 7)
+	ae.String(qosAttrIfname, "upfgtp")
+	ae.Uint64(qosAttrSEID, seid)
+}
+
+func eventMessage(tb testing.TB, ae *netlink.AttributeEncoder) genetlink.Message {
+	tb.Helper()
+	return reply(qosCmdEvent, mustEncode(tb, ae))
+}
+
+// qerEvent builds the gtp5g_qos event of op on QER q with its flow mark.
+func qerEvent(tb testing.TB, op uint8, seq uint32, q kqer, flowMark uint32) genetlink.Message {
+	tb.Helper()
 	ae := netlink.NewAttributeEncoder()
-	ae.Uint8(attrEventOp, op)
-	ae.Uint32(attrEventSeq, seq)
-	ae.Uint32(attrLink, 7)
-	ae.String(attrEventIfname, "upfgtp")
-	ae.Bytes(nestType|netlink.Nested, nest)
-	return reply(cmdQoSEvent, mustEncode(t, ae))
+	eventHead(ae, op, seq, q.seid)
+	ae.Uint32(qosAttrQERID, q.id)
+	ae.Uint32(qosAttrFlowMark, flowMark)
+	ae.Bytes(qosAttrQER|netlink.Nested, q.attrs(tb))
+	return eventMessage(tb, ae)
+}
+
+// pdrEvent builds the gtp5g_qos event of op on PDR p with its QFI and
+// flow mark.
+func pdrEvent(tb testing.TB, op uint8, seq uint32, p kpdr, qfi uint8, flowMark uint32) genetlink.Message {
+	tb.Helper()
+	ae := netlink.NewAttributeEncoder()
+	eventHead(ae, op, seq, p.seid)
+	ae.Uint16(qosAttrPDRID, p.id)
+	ae.Uint8(qosAttrQFI, qfi)
+	ae.Uint32(qosAttrFlowMark, flowMark)
+	ae.Bytes(qosAttrPDR|netlink.Nested, p.attrs(tb))
+	return eventMessage(tb, ae)
+}
+
+// farEvent builds the gtp5g_qos event of op on FAR f.
+func farEvent(tb testing.TB, op uint8, seq uint32, f kfar) genetlink.Message {
+	tb.Helper()
+	ae := netlink.NewAttributeEncoder()
+	eventHead(ae, op, seq, f.seid)
+	ae.Uint32(qosAttrFARID, f.id)
+	ae.Bytes(qosAttrFAR|netlink.Nested, f.attrs(tb))
+	return eventMessage(tb, ae)
+}
+
+// droppedEvent builds the delete event of a rule gtp5g dropped after a
+// failed update: ids only (idAttr qosAttrPDRID, _FARID or _QERID).
+func droppedEvent(tb testing.TB, seq uint32, idAttr uint16, seid uint64, id uint32) genetlink.Message {
+	tb.Helper()
+	ae := netlink.NewAttributeEncoder()
+	eventHead(ae, 3, seq, seid)
+	if idAttr == qosAttrPDRID {
+		ae.Uint16(idAttr, uint16(id))
+	} else {
+		ae.Uint32(idAttr, id)
+	}
+	return eventMessage(tb, ae)
+}
+
+// qerRecord and pdrRecord build gtp5g_qos GET_QER / GET_PDR dump records.
+func qerRecord(tb testing.TB, link uint32, seid uint64, id, flowMark uint32) []byte {
+	tb.Helper()
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(qosAttrLink, link)
+	ae.Uint64(qosAttrSEID, seid)
+	ae.Uint32(qosAttrQERID, id)
+	ae.Uint32(qosAttrFlowMark, flowMark)
+	return mustEncode(tb, ae)
+}
+
+func pdrRecord(tb testing.TB, link uint32, seid uint64, id uint16, qfi uint8, flowMark uint32) []byte {
+	tb.Helper()
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(qosAttrLink, link)
+	ae.Uint64(qosAttrSEID, seid)
+	ae.Uint16(qosAttrPDRID, id)
+	ae.Uint8(qosAttrQFI, qfi)
+	ae.Uint32(qosAttrFlowMark, flowMark)
+	return mustEncode(tb, ae)
 }

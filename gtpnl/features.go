@@ -3,17 +3,17 @@ package gtpnl
 import "strings"
 
 // Features is the bitmap of what the gtpqos gtp5g-patch series adds to the
-// loaded module (GET_VERSION's GTP5G_VERSION_FEATURES). A stock gtp5g
-// reports none.
+// loaded module, as its gtp5g_qos family's GET_FEATURES reports it. A
+// stock gtp5g (no gtp5g_qos family) has none.
 type Features uint32
 
 // Feature bits (gtp5g-patch/ABI.md).
 const (
 	// FeatureFlowMark: the datapath sets skb->mark per the mark mode, and
-	// QER/PDR dumps carry the flow mark.
+	// gtp5g_qos dumps the QFI and flow mark of each PDR and QER.
 	FeatureFlowMark Features = 1 << 0
-	// FeatureQoSEvents: the multicast group "gtp5g_qos" carries QER/PDR/FAR
-	// change events.
+	// FeatureQoSEvents: gtp5g_qos's multicast group "events" carries
+	// QER/PDR/FAR change events (joining it needs CAP_NET_ADMIN).
 	FeatureQoSEvents Features = 1 << 1
 	// FeaturePolicerCtrl: GET/SET_POLICER commands.
 	FeaturePolicerCtrl Features = 1 << 2

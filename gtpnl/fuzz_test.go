@@ -12,7 +12,7 @@ import (
 
 func FuzzParseQER(f *testing.F) {
 	f.Add(kqer{id: 1, seid: 1, mbrUL: 200000, mbrDL: 100000, qfi: 1, pdrIDs: []uint16{1, 2}}.attrs(f))
-	f.Add(kqer{id: 3, gbrDL: 15000, mbrDL: 18000, qfi: 2, patched: true, flowMark: 9}.attrs(f))
+	f.Add(kqer{id: 3, gbrDL: 15000, mbrDL: 18000, qfi: 2}.attrs(f))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		qers, err := parseQERs([]genetlink.Message{{Data: b}})
@@ -28,8 +28,7 @@ func FuzzParseQER(f *testing.F) {
 func FuzzParsePDR(f *testing.F) {
 	f.Add(kpdr{id: 3, precedence: 128, seid: 1, ohr: u8p(0), farID: 3, qerIDs: []uint32{3}, teid: 200, gtpuAddr: "10.100.0.1"}.attrs(f))
 	f.Add(kpdr{id: 8, farID: 8, qerIDs: []uint32{1, 5}, ueAddr: "10.60.0.1", srcIntf: u8p(1),
-		sdf:     &ksdf{action: 1, dir: 2, proto: 0xff, src: "192.168.100.5", dst: "10.60.0.1", smask: "255.255.255.0", dports: []uint32{5203 | 5203<<16}},
-		patched: true, qfi: 4, flowMark: 3}.attrs(f))
+		sdf: &ksdf{action: 1, dir: 2, proto: 0xff, src: "192.168.100.5", dst: "10.60.0.1", smask: "255.255.255.0", dports: []uint32{5203 | 5203<<16}}}.attrs(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pdrs, err := parsePDRs([]genetlink.Message{{Data: b}})
 		if err == nil && len(pdrs) != 1 {
@@ -54,19 +53,19 @@ func FuzzParseVersion(f *testing.F) {
 	f.Add([]byte{0x0b, 0x00, 0x00, 0x00, '0', '.', '1', '0', '.', '2', 0x00, 0x00, 0x08, 0x00, 0x01, 0x00, 0x0f, 0x00, 0x00, 0x00})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := parseVersion([]genetlink.Message{{Data: b}})
-		if err == nil && v.version == "" {
+		if err == nil && v == "" {
 			t.Fatal("no error but empty version")
 		}
-		_ = v.features.String()
 	})
 }
 
 func FuzzParseEvent(f *testing.F) {
-	f.Add(eventMsg(f, 1, 1, attrEventQER, kqer{id: 3, qfi: 2, patched: true, flowMark: 5}.attrs(f)).Data)
-	f.Add(eventMsg(f, 2, 2, attrEventPDR, kpdr{id: 4, farID: 4, qerIDs: []uint32{3}, patched: true}.attrs(f)).Data)
-	f.Add(eventMsg(f, 3, 3, attrEventFAR, kfar{id: 4, action: 2}.attrs(f)).Data)
+	f.Add(qerEvent(f, 1, 1, kqer{id: 3, qfi: 2}, 5).Data)
+	f.Add(pdrEvent(f, 2, 2, kpdr{id: 4, farID: 4, qerIDs: []uint32{3}}, 2, 5).Data)
+	f.Add(farEvent(f, 3, 3, kfar{id: 4, action: 2}).Data)
+	f.Add(droppedEvent(f, 4, qosAttrQERID, 1, 3).Data)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		evs, err := parseEvents([]genetlink.Message{{Header: genetlink.Header{Command: cmdQoSEvent}, Data: b}})
+		evs, err := parseEvents([]genetlink.Message{{Header: genetlink.Header{Command: qosCmdEvent}, Data: b}})
 		if err != nil {
 			return
 		}
@@ -83,18 +82,38 @@ func FuzzParseEvent(f *testing.F) {
 		if n != 1 {
 			t.Fatalf("event with %d rule objects", n)
 		}
+		if ev.IDsOnly && ev.Op != EventDelete {
+			t.Fatalf("%s event without the rule's state", ev.Op)
+		}
 		_ = ev.String()
 	})
 }
 
 func FuzzParseKnobs(f *testing.F) {
 	f.Add([]byte{0x05, 0x00, 0x03, 0x00, 0x02, 0x00, 0x00, 0x00, 0x08, 0x00, 0x04, 0x00, 0xff, 0xff, 0xff, 0x00, 0x05, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00})
-	f.Add([]byte{0x05, 0x00, 0x0c, 0x00, 0x01, 0x00, 0x00, 0x00})
+	f.Add([]byte{0x05, 0x00, 0x06, 0x00, 0x01, 0x00, 0x00, 0x00})
+	f.Add([]byte{0x08, 0x00, 0x02, 0x00, 0x0f, 0x00, 0x00, 0x00})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if l, err := parseMarkLayout([]genetlink.Message{{Data: b}}); err == nil {
 			_ = l.Value(0xffffffff)
 			_ = l.Mode.String()
 		}
 		_, _ = parsePolicer([]genetlink.Message{{Data: b}})
+		if f, err := parseFeatures([]genetlink.Message{{Data: b}}); err == nil {
+			_ = f.String()
+		}
+	})
+}
+
+func FuzzParseMarkRecords(f *testing.F) {
+	f.Add(pdrRecord(f, 7, 1, 3, 2, 5))
+	f.Add(qerRecord(f, 7, 1, 3, 0xabcdef))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, idAttr := range []uint16{qosAttrPDRID, qosAttrQERID} {
+			recs, err := parseMarkRecords("records", idAttr, []genetlink.Message{{Data: b}})
+			if err == nil && len(recs) != 1 {
+				t.Fatalf("no error but %d records", len(recs))
+			}
+		}
 	})
 }

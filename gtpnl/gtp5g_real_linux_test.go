@@ -62,6 +62,7 @@ func TestRealGTP5G(t *testing.T) {
 		t.Fatalf("Features: %v", err)
 	}
 	t.Logf("gtp5g %s, features %v", v, feats)
+	checkFamilies(t, client, feats)
 
 	start = time.Now()
 	qers, err := client.QERs()
@@ -108,6 +109,38 @@ func TestRealGTP5G(t *testing.T) {
 	if feats.Has(gtpnl.FeatureQoSEvents) {
 		checkEvents(t, client, rules)
 		checkEventSeqPerNetns(t, client, rules)
+	}
+}
+
+// checkFamilies checks the families gtpnl found: gtp5g, and gtp5g_qos
+// (the series' own, version 1, with the event group) exactly when the
+// module reports features.
+func checkFamilies(t *testing.T, c *gtpnl.Client, feats gtpnl.Features) {
+	t.Helper()
+	fams, err := c.Families()
+	if err != nil {
+		t.Fatalf("Families: %v", err)
+	}
+	for _, f := range fams {
+		t.Logf("family %s", f)
+	}
+	if len(fams) == 0 || fams[0].Name != "gtp5g" {
+		t.Fatalf("families %v: want gtp5g first", fams)
+	}
+	if feats == 0 {
+		if len(fams) != 1 {
+			t.Errorf("families %v on a module without features: want gtp5g alone", fams)
+		}
+		return
+	}
+	if len(fams) != 2 || fams[1].Name != "gtp5g_qos" || fams[1].Version != 1 || fams[1].Features != feats {
+		t.Fatalf("families %v: want gtp5g and gtp5g_qos v1 with features %v", fams, feats)
+	}
+	if feats.Has(gtpnl.FeatureQoSEvents) && (len(fams[1].Groups) != 1 || fams[1].Groups[0] != "events") {
+		t.Errorf("gtp5g_qos groups %v: want [events]", fams[1].Groups)
+	}
+	if len(fams[0].Groups) != 1 || fams[0].Groups[0] != "gtp5g" {
+		t.Errorf("gtp5g groups %v: want [gtp5g] alone, as stock", fams[0].Groups)
 	}
 }
 

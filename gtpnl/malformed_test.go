@@ -53,14 +53,28 @@ func TestParseMalformed(t *testing.T) {
 			cat(attr(attrFARID, id1), attr(attrFARApplyAction, []byte{2, 0, 0})), "unexpected length 3"},
 		{"FAR short peer", func(b []byte) error { _, err := parseFAR(b); return err },
 			cat(attr(attrFARID, id1), attr(attrFARForwardingParam, attr(attrFwdOuterHeaderCreation, attr(attrOHCPeerIPv4, []byte{1})))), "IPv4 address of length 1"},
-		{"event with two rules", func(b []byte) error { _, err := parseEvent(b); return err },
-			cat(attr(attrEventOp, []byte{1}), attr(attrEventQER, attr(attrQERID, id1)), attr(attrEventFAR, attr(attrFARID, id1))), "2 rule objects"},
+		{"event with two rule nests", func(b []byte) error { _, err := parseEvent(b); return err },
+			cat(attr(qosAttrEventOp, []byte{1}), attr(qosAttrQERID, id1), attr(qosAttrQER, attr(attrQERID, id1)), attr(qosAttrFAR, attr(attrFARID, id1))), "more than one rule nest"},
+		{"event with two rule ids", func(b []byte) error { _, err := parseEvent(b); return err },
+			cat(attr(qosAttrEventOp, []byte{3}), attr(qosAttrQERID, id1), attr(qosAttrFARID, id1)), "2 rule ids"},
 		{"event with unknown op", func(b []byte) error { _, err := parseEvent(b); return err },
-			cat(attr(attrEventOp, []byte{9}), attr(attrEventQER, attr(attrQERID, id1))), "unknown operation 9"},
+			cat(attr(qosAttrEventOp, []byte{9}), attr(qosAttrQERID, id1), attr(qosAttrQER, attr(attrQERID, id1))), "unknown operation 9"},
 		{"event with a broken nest", func(b []byte) error { _, err := parseEvent(b); return err },
-			cat(attr(attrEventOp, []byte{1}), attr(attrEventPDR, attr(attrPDRPrecedence, id1))), "no PDR id"},
+			cat(attr(qosAttrEventOp, []byte{1}), attr(qosAttrPDRID, []byte{1, 0}), attr(qosAttrPDR, attr(attrPDRPrecedence, id1))), "no PDR id"},
+		{"event nest of another rule kind", func(b []byte) error { _, err := parseEvent(b); return err },
+			cat(attr(qosAttrEventOp, []byte{1}), attr(qosAttrQERID, id1), attr(qosAttrFAR, attr(attrFARID, id1))), "does not match its id"},
+		{"event nest of another rule", func(b []byte) error { _, err := parseEvent(b); return err },
+			cat(attr(qosAttrEventOp, []byte{1}), attr(qosAttrQERID, []byte{2, 0, 0, 0}), attr(qosAttrQER, attr(attrQERID, id1))), "rule state names SEID 0 id 1"},
+		{"add event without the rule", func(b []byte) error { _, err := parseEvent(b); return err },
+			cat(attr(qosAttrEventOp, []byte{1}), attr(qosAttrQERID, id1)), "add without the rule's state"},
+		{"record without id", func(b []byte) error {
+			_, err := parseMarkRecords("PDR flow marks", qosAttrPDRID, []genetlink.Message{{Data: b}})
+			return err
+		}, attr(qosAttrFlowMark, id1), "no rule id"},
 		{"version without string", func(b []byte) error { _, err := parseVersion([]genetlink.Message{{Data: b}}); return err },
-			attr(attrVersionFeatures, []byte{15, 0, 0, 0}), "no version string"},
+			attr(1, []byte{15, 0, 0, 0}), "no version string"},
+		{"features without bitmap", func(b []byte) error { _, err := parseFeatures([]genetlink.Message{{Data: b}}); return err },
+			attr(qosAttrMarkMode, []byte{1}), "no features attribute"},
 		{"truncated attribute", func(b []byte) error { _, err := parseQER(b); return err }, []byte{8, 0, 3, 0, 1}, "decode QER"},
 	}
 	for _, tt := range tests {

@@ -47,7 +47,7 @@ func parseFAR(b []byte) (FAR, error) {
 			f.ApplyAction = ApplyAction(v)
 		case attrFARForwardingParam:
 			fp := new(ForwardingParameters)
-			ad.Nested(fp.decode)
+			ad.Nested(decodeForwardingParameters(fp))
 			f.Forwarding = fp
 		case attrFARRelatedToPDR:
 			ids, err := u16ArrayAttr("FAR related PDRs", ad.Bytes())
@@ -66,39 +66,43 @@ func parseFAR(b []byte) (FAR, error) {
 	return f, nil
 }
 
-func (fp *ForwardingParameters) decode(ad *netlink.AttributeDecoder) error {
-	for ad.Next() {
-		switch ad.Type() {
-		case attrFwdOuterHeaderCreation:
-			ohc := new(OuterHeaderCreation)
-			ad.Nested(ohc.decode)
-			fp.OuterHeaderCreation = ohc
-		case attrFwdForwardingPolicy:
-			// Raw identifier bytes (not NUL-terminated).
-			fp.ForwardingPolicy = string(ad.Bytes())
-		case attrFwdTOSTC:
-			fp.TransportLevelMarking = ad.Uint8()
+func decodeForwardingParameters(fp *ForwardingParameters) func(*netlink.AttributeDecoder) error {
+	return func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			switch ad.Type() {
+			case attrFwdOuterHeaderCreation:
+				ohc := new(OuterHeaderCreation)
+				ad.Nested(decodeOuterHeaderCreation(ohc))
+				fp.OuterHeaderCreation = ohc
+			case attrFwdForwardingPolicy:
+				// Raw identifier bytes (not NUL-terminated).
+				fp.ForwardingPolicy = string(ad.Bytes())
+			case attrFwdTOSTC:
+				fp.TransportLevelMarking = ad.Uint8()
+			}
 		}
+		return nil
 	}
-	return nil
 }
 
-func (o *OuterHeaderCreation) decode(ad *netlink.AttributeDecoder) error {
-	for ad.Next() {
-		switch ad.Type() {
-		case attrOHCDescription:
-			o.Description = ad.Uint16()
-		case attrOHCTEID:
-			o.TEID = ad.Uint32()
-		case attrOHCPeerIPv4:
-			a, err := ipv4Attr("outer header creation peer", ad.Bytes())
-			if err != nil {
-				return err
+func decodeOuterHeaderCreation(o *OuterHeaderCreation) func(*netlink.AttributeDecoder) error {
+	return func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			switch ad.Type() {
+			case attrOHCDescription:
+				o.Description = ad.Uint16()
+			case attrOHCTEID:
+				o.TEID = ad.Uint32()
+			case attrOHCPeerIPv4:
+				a, err := ipv4Attr("outer header creation peer", ad.Bytes())
+				if err != nil {
+					return err
+				}
+				o.Peer = a
+			case attrOHCPort:
+				o.Port = ad.Uint16()
 			}
-			o.Peer = a
-		case attrOHCPort:
-			o.Port = ad.Uint16()
 		}
+		return nil
 	}
-	return nil
 }

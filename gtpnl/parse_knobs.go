@@ -6,7 +6,32 @@ import (
 	"github.com/mdlayher/genetlink"
 )
 
-// parseMarkLayout decodes a GET_QOS_MARK reply.
+// parseFeatures decodes a gtp5g_qos GET_FEATURES reply.
+func parseFeatures(msgs []genetlink.Message) (Features, error) {
+	if len(msgs) != 1 {
+		return 0, fmt.Errorf("decode features: %d messages, want 1", len(msgs))
+	}
+	ad, err := newDecoder("features", msgs[0].Data)
+	if err != nil {
+		return 0, err
+	}
+	var f Features
+	seen := false
+	for ad.Next() {
+		if ad.Type() == qosAttrFeatures {
+			f, seen = Features(ad.Uint32()), true
+		}
+	}
+	if err := ad.Err(); err != nil {
+		return 0, fmt.Errorf("decode features: %w", err)
+	}
+	if !seen {
+		return 0, fmt.Errorf("decode features: no features attribute")
+	}
+	return f, nil
+}
+
+// parseMarkLayout decodes a gtp5g_qos GET_MARK reply.
 func parseMarkLayout(msgs []genetlink.Message) (MarkLayout, error) {
 	var l MarkLayout
 	if len(msgs) != 1 {
@@ -19,12 +44,12 @@ func parseMarkLayout(msgs []genetlink.Message) (MarkLayout, error) {
 	seen := false
 	for ad.Next() {
 		switch ad.Type() {
-		case attrMarkMode:
+		case qosAttrMarkMode:
 			l.Mode = MarkMode(ad.Uint8())
 			seen = true
-		case attrMarkMask:
+		case qosAttrMarkMask:
 			l.Mask = ad.Uint32()
-		case attrMarkShift:
+		case qosAttrMarkShift:
 			l.Shift = ad.Uint8()
 		}
 	}
@@ -37,7 +62,7 @@ func parseMarkLayout(msgs []genetlink.Message) (MarkLayout, error) {
 	return l, nil
 }
 
-// parsePolicer decodes a GET_POLICER reply.
+// parsePolicer decodes a gtp5g_qos GET_POLICER reply.
 func parsePolicer(msgs []genetlink.Message) (bool, error) {
 	if len(msgs) != 1 {
 		return false, fmt.Errorf("decode policer: %d messages, want 1", len(msgs))
@@ -48,7 +73,7 @@ func parsePolicer(msgs []genetlink.Message) (bool, error) {
 	}
 	var on, seen bool
 	for ad.Next() {
-		if ad.Type() == attrPolicer {
+		if ad.Type() == qosAttrPolicer {
 			v := ad.Uint8()
 			if v > 1 {
 				return false, fmt.Errorf("decode policer: value %d, want 0 or 1", v)

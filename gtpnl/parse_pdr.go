@@ -61,11 +61,7 @@ func parsePDR(b []byte) (PDR, error) {
 			}
 			p.RoleAddr = a
 		case attrPDRPDI:
-			ad.Nested(p.PDI.decode)
-		case attrPDRQFI:
-			p.QFI = ad.Uint8()
-		case attrPDRFlowMark:
-			p.FlowMark = ad.Uint32()
+			ad.Nested(decodePDI(&p.PDI))
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -77,101 +73,109 @@ func parsePDR(b []byte) (PDR, error) {
 	return p, nil
 }
 
-func (pdi *PDI) decode(ad *netlink.AttributeDecoder) error {
-	for ad.Next() {
-		switch ad.Type() {
-		case attrPDISrcIntf:
-			v := Interface(ad.Uint8())
-			pdi.SourceInterface = &v
-		case attrPDIUEAddrIPv4:
-			a, err := ipv4Attr("PDI UE address", ad.Bytes())
-			if err != nil {
-				return err
-			}
-			pdi.UEAddr = a
-		case attrPDIFTEID:
-			f := new(FTEID)
-			ad.Nested(f.decode)
-			pdi.FTEID = f
-		case attrPDISDFFilter:
-			s := new(SDFFilter)
-			ad.Nested(s.decode)
-			pdi.SDF = s
-		case attrPDIFramedRoute:
-			ad.Nested(func(nad *netlink.AttributeDecoder) error {
-				for nad.Next() {
-					pdi.FramedRoutes = append(pdi.FramedRoutes, nad.String())
+func decodePDI(pdi *PDI) func(*netlink.AttributeDecoder) error {
+	return func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			switch ad.Type() {
+			case attrPDISrcIntf:
+				v := Interface(ad.Uint8())
+				pdi.SourceInterface = &v
+			case attrPDIUEAddrIPv4:
+				a, err := ipv4Attr("PDI UE address", ad.Bytes())
+				if err != nil {
+					return err
 				}
-				return nil
-			})
+				pdi.UEAddr = a
+			case attrPDIFTEID:
+				f := new(FTEID)
+				ad.Nested(decodeFTEID(f))
+				pdi.FTEID = f
+			case attrPDISDFFilter:
+				s := new(SDFFilter)
+				ad.Nested(decodeSDFFilter(s))
+				pdi.SDF = s
+			case attrPDIFramedRoute:
+				ad.Nested(func(nad *netlink.AttributeDecoder) error {
+					for nad.Next() {
+						pdi.FramedRoutes = append(pdi.FramedRoutes, nad.String())
+					}
+					return nil
+				})
+			}
 		}
+		return nil
 	}
-	return nil
 }
 
-func (f *FTEID) decode(ad *netlink.AttributeDecoder) error {
-	for ad.Next() {
-		switch ad.Type() {
-		case attrFTEIDTEID:
-			// Put as host-order u32 (ntohl of the wire TEID).
-			f.TEID = ad.Uint32()
-		case attrFTEIDAddrIPv4:
-			a, err := ipv4Attr("F-TEID address", ad.Bytes())
+func decodeFTEID(f *FTEID) func(*netlink.AttributeDecoder) error {
+	return func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			switch ad.Type() {
+			case attrFTEIDTEID:
+				// Put as host-order u32 (ntohl of the wire TEID).
+				f.TEID = ad.Uint32()
+			case attrFTEIDAddrIPv4:
+				a, err := ipv4Attr("F-TEID address", ad.Bytes())
+				if err != nil {
+					return err
+				}
+				f.Addr = a
+			}
+		}
+		return nil
+	}
+}
+
+func decodeSDFFilter(s *SDFFilter) func(*netlink.AttributeDecoder) error {
+	return func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			switch ad.Type() {
+			case attrSDFFlowDescription:
+				fd := new(FlowDescription)
+				ad.Nested(decodeFlowDescription(fd))
+				s.Rule = fd
+			case attrSDFTOSTrafficClass:
+				s.TOSTrafficClass = ad.Uint16()
+			case attrSDFSPI:
+				s.SPI = ad.Uint32()
+			case attrSDFFlowLabel:
+				s.FlowLabel = ad.Uint32()
+			case attrSDFFilterID:
+				s.FilterID = ad.Uint32()
+			}
+		}
+		return nil
+	}
+}
+
+func decodeFlowDescription(fd *FlowDescription) func(*netlink.AttributeDecoder) error {
+	return func(ad *netlink.AttributeDecoder) error {
+		var err error
+		for ad.Next() {
+			switch ad.Type() {
+			case attrFDAction:
+				fd.Action = ad.Uint8()
+			case attrFDDirection:
+				fd.Direction = ad.Uint8()
+			case attrFDProtocol:
+				fd.Protocol = ad.Uint8()
+			case attrFDSrcIPv4:
+				fd.Src, err = ipv4Attr("flow description source", ad.Bytes())
+			case attrFDSrcMask:
+				fd.SrcMask, err = ipv4Attr("flow description source mask", ad.Bytes())
+			case attrFDDestIPv4:
+				fd.Dst, err = ipv4Attr("flow description destination", ad.Bytes())
+			case attrFDDestMask:
+				fd.DstMask, err = ipv4Attr("flow description destination mask", ad.Bytes())
+			case attrFDSrcPort:
+				fd.SrcPorts, err = portRangesAttr("flow description source ports", ad.Bytes())
+			case attrFDDestPort:
+				fd.DstPorts, err = portRangesAttr("flow description destination ports", ad.Bytes())
+			}
 			if err != nil {
 				return err
 			}
-			f.Addr = a
 		}
+		return nil
 	}
-	return nil
-}
-
-func (s *SDFFilter) decode(ad *netlink.AttributeDecoder) error {
-	for ad.Next() {
-		switch ad.Type() {
-		case attrSDFFlowDescription:
-			fd := new(FlowDescription)
-			ad.Nested(fd.decode)
-			s.Rule = fd
-		case attrSDFTOSTrafficClass:
-			s.TOSTrafficClass = ad.Uint16()
-		case attrSDFSPI:
-			s.SPI = ad.Uint32()
-		case attrSDFFlowLabel:
-			s.FlowLabel = ad.Uint32()
-		case attrSDFFilterID:
-			s.FilterID = ad.Uint32()
-		}
-	}
-	return nil
-}
-
-func (fd *FlowDescription) decode(ad *netlink.AttributeDecoder) error {
-	var err error
-	for ad.Next() {
-		switch ad.Type() {
-		case attrFDAction:
-			fd.Action = ad.Uint8()
-		case attrFDDirection:
-			fd.Direction = ad.Uint8()
-		case attrFDProtocol:
-			fd.Protocol = ad.Uint8()
-		case attrFDSrcIPv4:
-			fd.Src, err = ipv4Attr("flow description source", ad.Bytes())
-		case attrFDSrcMask:
-			fd.SrcMask, err = ipv4Attr("flow description source mask", ad.Bytes())
-		case attrFDDestIPv4:
-			fd.Dst, err = ipv4Attr("flow description destination", ad.Bytes())
-		case attrFDDestMask:
-			fd.DstMask, err = ipv4Attr("flow description destination mask", ad.Bytes())
-		case attrFDSrcPort:
-			fd.SrcPorts, err = portRangesAttr("flow description source ports", ad.Bytes())
-		case attrFDDestPort:
-			fd.DstPorts, err = portRangesAttr("flow description destination ports", ad.Bytes())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -58,8 +58,6 @@ func parseQER(b []byte) (QER, error) {
 				return q, err
 			}
 			q.RelatedPDRs = ids
-		case attrQERFlowMark:
-			q.FlowMark = ad.Uint32()
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -97,4 +95,10 @@ func (r *rawBitrate) decode(ad *netlink.AttributeDecoder) error {
 
 func (r rawBitrate) bitrate() Bitrate {
 	return Bitrate{Uplink: kbpsToBps(r.ulHigh, r.ulLow), Downlink: kbpsToBps(r.dlHigh, r.dlLow)}
+}
+
+// kbpsToBps joins gtp5g's high-32/low-8 halves of a PFCP kbit/s value and
+// converts it to bit/s. The result fits in 64 bits (2^40 kbit/s * 1000).
+func kbpsToBps(high32 uint32, low8 uint8) uint64 {
+	return (uint64(high32)<<8 | uint64(low8)) * 1000
 }

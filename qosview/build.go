@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/gtpnl/gtp5g"
 	"github.com/free5gc/gtpqos/shaper"
 )
 
@@ -14,7 +14,7 @@ type Options struct {
 	// Flow.Mark: MarkOff (stock gtp5g, or the patch switched off) gives 0;
 	// MarkQFI gives the QFI gtp5g writes into the PDR's packets; MarkFlow
 	// gives the flow mark gtp5g reports for the PDR.
-	MarkMode gtpnl.MarkMode
+	MarkMode gtp5g.MarkMode
 }
 
 // Build joins PDRs, QERs and FARs into QoS flows for the shaper, one per
@@ -37,8 +37,8 @@ type Options struct {
 // Anything Build cannot map without guessing is reported as a Problem
 // naming the session and rule, and that PDR yields no flow (or, for an
 // unknown TEID, a flow with TEID 0).
-func Build(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR, opts Options) ([]shaper.Flow, []Problem) {
-	b := builder{opts: opts, qers: map[Key]*gtpnl.QER{}, fars: map[Key]*gtpnl.FAR{}, flows: map[flowKey]int{}}
+func Build(qers []gtp5g.QER, pdrs []gtp5g.PDR, fars []gtp5g.FAR, opts Options) ([]shaper.Flow, []Problem) {
+	b := builder{opts: opts, qers: map[Key]*gtp5g.QER{}, fars: map[Key]*gtp5g.FAR{}, flows: map[flowKey]int{}}
 	for i := range qers {
 		k := Key{qers[i].SEID, qers[i].ID}
 		if _, dup := b.qers[k]; dup {
@@ -92,8 +92,8 @@ type flowKey struct {
 
 type builder struct {
 	opts     Options
-	qers     map[Key]*gtpnl.QER
-	fars     map[Key]*gtpnl.FAR
+	qers     map[Key]*gtp5g.QER
+	fars     map[Key]*gtp5g.FAR
 	roles    map[Key]Role
 	flows    map[flowKey]int // index into out
 	out      []shaper.Flow
@@ -103,12 +103,12 @@ type builder struct {
 func (b *builder) problem(p Problem) { b.problems = append(b.problems, p) }
 
 // direction returns the PDR's direction, or false after reporting.
-func (b *builder) direction(p *gtpnl.PDR) (shaper.Direction, bool) {
+func (b *builder) direction(p *gtp5g.PDR) (shaper.Direction, bool) {
 	if si := p.PDI.SourceInterface; si != nil {
 		switch *si {
-		case gtpnl.InterfaceCore:
+		case gtp5g.InterfaceCore:
 			return shaper.Downlink, true
-		case gtpnl.InterfaceAccess:
+		case gtp5g.InterfaceAccess:
 			return shaper.Uplink, true
 		}
 		b.problem(Problem{Kind: UnknownInterface, SEID: p.SEID, PDR: p.ID, Detail: fmt.Sprintf("source interface %s is neither access nor core", *si)})
@@ -120,14 +120,14 @@ func (b *builder) direction(p *gtpnl.PDR) (shaper.Direction, bool) {
 	return shaper.Downlink, true
 }
 
-func rates(q *gtpnl.QER, dir shaper.Direction) (gbr, mbr uint64) {
+func rates(q *gtp5g.QER, dir shaper.Direction) (gbr, mbr uint64) {
 	if dir == shaper.Downlink {
 		return q.GBR.Downlink, q.MBR.Downlink
 	}
 	return q.GBR.Uplink, q.MBR.Uplink
 }
 
-func (b *builder) pdr(p *gtpnl.PDR) {
+func (b *builder) pdr(p *gtp5g.PDR) {
 	dir, ok := b.direction(p)
 	if !ok {
 		return
@@ -179,8 +179,8 @@ func (b *builder) pdr(p *gtpnl.PDR) {
 // session-AMBR QER (nil: none) and the QER gtp5g takes the GTP-U QFI from
 // (the first with a QFI). ok is false for a default flow (no rate-bearing
 // QER) and when the QERs are ambiguous (reported).
-func (b *builder) pdrQERs(p *gtpnl.PDR) (q, ambr, wireFrom *gtpnl.QER, ok bool) {
-	var cands []*gtpnl.QER
+func (b *builder) pdrQERs(p *gtp5g.PDR) (q, ambr, wireFrom *gtp5g.QER, ok bool) {
+	var cands []*gtp5g.QER
 	for _, id := range p.QERIDs {
 		k := Key{p.SEID, id}
 		qq := b.qers[k]
@@ -219,7 +219,7 @@ func (b *builder) pdrQERs(p *gtpnl.PDR) (q, ambr, wireFrom *gtpnl.QER, ok bool) 
 	return cands[0], ambr, wireFrom, true
 }
 
-func (b *builder) teid(p *gtpnl.PDR, dir shaper.Direction) uint32 {
+func (b *builder) teid(p *gtp5g.PDR, dir shaper.Direction) uint32 {
 	if dir == shaper.Uplink {
 		if p.PDI.FTEID != nil {
 			return p.PDI.FTEID.TEID
@@ -241,11 +241,11 @@ func (b *builder) teid(p *gtpnl.PDR, dir shaper.Direction) uint32 {
 	return far.Forwarding.OuterHeaderCreation.TEID
 }
 
-func (b *builder) mark(p *gtpnl.PDR, q, wireFrom *gtpnl.QER, wireQFI uint8) uint32 {
+func (b *builder) mark(p *gtp5g.PDR, q, wireFrom *gtp5g.QER, wireQFI uint8) uint32 {
 	switch b.opts.MarkMode {
-	case gtpnl.MarkQFI:
+	case gtp5g.MarkQFI:
 		return uint32(wireQFI)
-	case gtpnl.MarkFlow:
+	case gtp5g.MarkFlow:
 		m := p.FlowMark
 		if m == 0 && wireFrom != nil {
 			m = wireFrom.FlowMark

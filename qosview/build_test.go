@@ -3,7 +3,7 @@ package qosview
 import (
 	"testing"
 
-	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/gtpnl/gtp5g"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/google/go-cmp/cmp"
 )
@@ -25,7 +25,7 @@ var seedWireQFI = Problem{Kind: WireQFI, SEID: seedSEID, PDR: 8, QER: 5,
 
 func TestSeedStock(t *testing.T) {
 	qers, pdrs, fars := seedSession().build()
-	flows, problems := Build(qers, pdrs, fars, Options{MarkMode: gtpnl.MarkOff})
+	flows, problems := Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkOff})
 	if diff := cmp.Diff(seedFlows(0, 0, 0), flows); diff != "" {
 		t.Errorf("flows differ (-want +got):\n%s", diff)
 	}
@@ -53,7 +53,7 @@ func TestSeedPatchedMarks(t *testing.T) {
 	s.patched, s.markBase = true, 0x100
 	qers, pdrs, fars := s.build()
 
-	flows, problems := Build(qers, pdrs, fars, Options{MarkMode: gtpnl.MarkFlow})
+	flows, problems := Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkFlow})
 	// Flow C's packets carry the AMBR QER's mark (it gives them their QFI).
 	if diff := cmp.Diff(seedFlows(0x103, 0x104, 0x101), flows); diff != "" {
 		t.Errorf("flow mode: flows differ (-want +got):\n%s", diff)
@@ -62,7 +62,7 @@ func TestSeedPatchedMarks(t *testing.T) {
 		t.Errorf("flow mode: problems differ (-want +got):\n%s", diff)
 	}
 
-	flows, _ = Build(qers, pdrs, fars, Options{MarkMode: gtpnl.MarkQFI})
+	flows, _ = Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkQFI})
 	if diff := cmp.Diff(seedFlows(2, 3, 1), flows); diff != "" {
 		t.Errorf("qfi mode: flows differ (-want +got):\n%s", diff)
 	}
@@ -74,7 +74,7 @@ func TestSeedPatchedSameAsStock(t *testing.T) {
 	s := seedSession()
 	s.patched = true
 	qers, pdrs, fars := s.build()
-	flows, _ := Build(qers, pdrs, fars, Options{MarkMode: gtpnl.MarkOff})
+	flows, _ := Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkOff})
 	if diff := cmp.Diff(seedFlows(0, 0, 0), flows); diff != "" {
 		t.Errorf("flows differ (-want +got):\n%s", diff)
 	}
@@ -87,7 +87,7 @@ func TestTwoSessionsFlowMarks(t *testing.T) {
 	s2 := session{seid: 2, ue: "10.60.0.2", ulTEID: 201, dlTEID: 101, defQFI: 1, patched: true, markBase: 0x200}
 	q1, p1, f1 := s1.build()
 	q2, p2, f2 := s2.build()
-	flows, _ := Build(append(q1, q2...), append(p1, p2...), append(f1, f2...), Options{MarkMode: gtpnl.MarkFlow})
+	flows, _ := Build(append(q1, q2...), append(p1, p2...), append(f1, f2...), Options{MarkMode: gtp5g.MarkFlow})
 	if len(flows) != 6 {
 		t.Fatalf("%d flows, want 6", len(flows))
 	}
@@ -130,13 +130,13 @@ func TestUplinkFlows(t *testing.T) {
 func TestProblems(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(q *[]gtpnl.QER, p *[]gtpnl.PDR, f *[]gtpnl.FAR)
+		mutate func(q *[]gtp5g.QER, p *[]gtp5g.PDR, f *[]gtp5g.FAR)
 		want   []Problem
 		flows  int
 	}{
 		{
 			name: "dangling QER",
-			mutate: func(q *[]gtpnl.QER, p *[]gtpnl.PDR, f *[]gtpnl.FAR) {
+			mutate: func(q *[]gtp5g.QER, p *[]gtp5g.PDR, f *[]gtp5g.FAR) {
 				(*p)[3].QERIDs = []uint32{9} // PDR 4 (flow A DL) -> QER 9
 			},
 			want:  []Problem{{Kind: DanglingQER, SEID: 1, PDR: 4, QER: 9, Detail: "the PDR references a QER the session does not have"}, seedWireQFI},
@@ -144,7 +144,7 @@ func TestProblems(t *testing.T) {
 		},
 		{
 			name: "dangling FAR",
-			mutate: func(q *[]gtpnl.QER, p *[]gtpnl.PDR, f *[]gtpnl.FAR) {
+			mutate: func(q *[]gtp5g.QER, p *[]gtp5g.PDR, f *[]gtp5g.FAR) {
 				(*p)[5].FARID = 42 // PDR 6 (flow B DL)
 			},
 			want:  []Problem{{Kind: DanglingFAR, SEID: 1, PDR: 6, Detail: "the PDR references FAR 42, which the session does not have: TEID unknown"}, seedWireQFI},
@@ -152,7 +152,7 @@ func TestProblems(t *testing.T) {
 		},
 		{
 			name: "non-GBR flow without the default path is ambiguous",
-			mutate: func(q *[]gtpnl.QER, p *[]gtpnl.PDR, f *[]gtpnl.FAR) {
+			mutate: func(q *[]gtp5g.QER, p *[]gtp5g.PDR, f *[]gtp5g.FAR) {
 				*p = (*p)[2:] // drop the default path's PDRs 1 and 2
 			},
 			want: []Problem{
@@ -163,8 +163,8 @@ func TestProblems(t *testing.T) {
 		},
 		{
 			name: "unknown source interface",
-			mutate: func(q *[]gtpnl.QER, p *[]gtpnl.PDR, f *[]gtpnl.FAR) {
-				cp := gtpnl.InterfaceCPFunction
+			mutate: func(q *[]gtp5g.QER, p *[]gtp5g.PDR, f *[]gtp5g.FAR) {
+				cp := gtp5g.InterfaceCPFunction
 				(*p)[3].PDI.SourceInterface = &cp
 			},
 			want:  []Problem{{Kind: UnknownInterface, SEID: 1, PDR: 4, Detail: "source interface cp-function is neither access nor core"}, seedWireQFI},
@@ -172,14 +172,14 @@ func TestProblems(t *testing.T) {
 		},
 		{
 			name: "PDRs of one flow disagree on the TEID",
-			mutate: func(q *[]gtpnl.QER, p *[]gtpnl.PDR, f *[]gtpnl.FAR) {
+			mutate: func(q *[]gtp5g.QER, p *[]gtp5g.PDR, f *[]gtp5g.FAR) {
 				// A second downlink PDR for flow A, through a FAR with another TEID.
 				extra := (*p)[3]
 				extra.ID, extra.FARID = 9, 9
 				*p = append(*p, extra)
 				far := (*f)[3]
 				far.ID = 9
-				far.Forwarding = &gtpnl.ForwardingParameters{OuterHeaderCreation: &gtpnl.OuterHeaderCreation{TEID: 555}}
+				far.Forwarding = &gtp5g.ForwardingParameters{OuterHeaderCreation: &gtp5g.OuterHeaderCreation{TEID: 555}}
 				*f = append(*f, far)
 			},
 			want:  []Problem{seedWireQFI, {Kind: Conflict, SEID: 1, PDR: 9, QER: 3, Detail: "PDRs of one downlink flow disagree: TEID 100 vs 555, mark 0x0 vs 0x0; the first is used"}},
@@ -187,7 +187,7 @@ func TestProblems(t *testing.T) {
 		},
 		{
 			name: "rules listed twice",
-			mutate: func(q *[]gtpnl.QER, p *[]gtpnl.PDR, f *[]gtpnl.FAR) {
+			mutate: func(q *[]gtp5g.QER, p *[]gtp5g.PDR, f *[]gtp5g.FAR) {
 				*q = append(*q, (*q)[2])
 			},
 			want:  []Problem{{Kind: DuplicateRule, SEID: 1, QER: 3, Detail: "QER listed twice (same SEID and id, e.g. on two gtp5g devices); the first is used"}, seedWireQFI},
@@ -211,7 +211,7 @@ func TestProblems(t *testing.T) {
 
 func TestNoMarkReported(t *testing.T) {
 	qers, pdrs, fars := seedSession().build() // stock: no flow marks
-	_, problems := Build(qers, pdrs, fars, Options{MarkMode: gtpnl.MarkFlow})
+	_, problems := Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkFlow})
 	n := 0
 	for _, p := range problems {
 		if p.Kind == NoMark {
@@ -225,9 +225,9 @@ func TestNoMarkReported(t *testing.T) {
 
 func BenchmarkBuild(b *testing.B) {
 	// 10k sessions of the seed's shape: 30k flows.
-	var qers []gtpnl.QER
-	var pdrs []gtpnl.PDR
-	var fars []gtpnl.FAR
+	var qers []gtp5g.QER
+	var pdrs []gtp5g.PDR
+	var fars []gtp5g.FAR
 	for i := 0; i < 10000; i++ {
 		s := seedSession()
 		s.seid = uint64(i + 1)

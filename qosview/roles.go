@@ -3,7 +3,7 @@ package qosview
 import (
 	"slices"
 
-	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/gtpnl/gtp5g"
 )
 
 // Key names a rule: gtp5g keys QERs, PDRs and FARs by (SEID, id).
@@ -56,8 +56,8 @@ func (r Role) String() string {
 // A non-GBR flow's own QER fails 3 (its only partner is the AMBR QER,
 // which has a rate), so a session with one non-GBR flow and no default
 // path is ambiguous and Build reports it instead of guessing.
-func Roles(qers []gtpnl.QER, pdrs []gtpnl.PDR) map[Key]Role {
-	byKey := make(map[Key]*gtpnl.QER, len(qers))
+func Roles(qers []gtp5g.QER, pdrs []gtp5g.PDR) map[Key]Role {
+	byKey := make(map[Key]*gtp5g.QER, len(qers))
 	for i := range qers {
 		k := Key{qers[i].SEID, qers[i].ID}
 		if _, dup := byKey[k]; !dup {
@@ -103,7 +103,7 @@ func Roles(qers []gtpnl.QER, pdrs []gtpnl.PDR) map[Key]Role {
 	return roles
 }
 
-func isSessionAMBR(q *gtpnl.QER, partners map[Key]bool, alone bool, byKey map[Key]*gtpnl.QER) bool {
+func isSessionAMBR(q *gtp5g.QER, partners map[Key]bool, alone bool, byKey map[Key]*gtp5g.QER) bool {
 	if !q.GBR.IsZero() || q.MBR.IsZero() || alone || len(partners) == 0 {
 		return false
 	}

@@ -3,7 +3,7 @@ package qosview
 import (
 	"net/netip"
 
-	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/gtpnl/gtp5g"
 )
 
 // The seed experiment's PDU session as free5GC installs it (SMF
@@ -41,7 +41,7 @@ type session struct {
 	qerOffset uint32
 }
 
-func (s session) build() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR) {
+func (s session) build() ([]gtp5g.QER, []gtp5g.PDR, []gtp5g.FAR) {
 	ue := netip.MustParseAddr(s.ue)
 	n3 := netip.MustParseAddr("10.100.0.1")
 	gnb := netip.MustParseAddr("10.100.0.2")
@@ -57,42 +57,42 @@ func (s session) build() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR) {
 		}
 		return 0
 	}
-	qers := []gtpnl.QER{
-		{SEID: s.seid, ID: 1, QFI: s.defQFI, MBR: gtpnl.Bitrate{Uplink: 200 * mbit, Downlink: 100 * mbit}, RelatedPDRs: []uint16{1, 2, 7, 8}, FlowMark: mark(1)},
+	qers := []gtp5g.QER{
+		{SEID: s.seid, ID: 1, QFI: s.defQFI, MBR: gtp5g.Bitrate{Uplink: 200 * mbit, Downlink: 100 * mbit}, RelatedPDRs: []uint16{1, 2, 7, 8}, FlowMark: mark(1)},
 		{SEID: s.seid, ID: 2, QFI: s.defQFI, RelatedPDRs: []uint16{1, 2}, FlowMark: mark(2)},
-		{SEID: s.seid, ID: 3, QFI: 2, GBR: gtpnl.Bitrate{Uplink: ul(15 * mbit), Downlink: 15 * mbit}, MBR: gtpnl.Bitrate{Uplink: ul(18 * mbit), Downlink: 18 * mbit}, RelatedPDRs: []uint16{3, 4}, FlowMark: mark(3)},
-		{SEID: s.seid, ID: 4, QFI: 3, GBR: gtpnl.Bitrate{Uplink: ul(5 * mbit), Downlink: 5 * mbit}, MBR: gtpnl.Bitrate{Uplink: ul(6 * mbit), Downlink: 6 * mbit}, RelatedPDRs: []uint16{5, 6}, FlowMark: mark(4)},
-		{SEID: s.seid, ID: 5, QFI: 4, MBR: gtpnl.Bitrate{Uplink: ul(30 * mbit), Downlink: 30 * mbit}, RelatedPDRs: []uint16{7, 8}, FlowMark: mark(5)},
+		{SEID: s.seid, ID: 3, QFI: 2, GBR: gtp5g.Bitrate{Uplink: ul(15 * mbit), Downlink: 15 * mbit}, MBR: gtp5g.Bitrate{Uplink: ul(18 * mbit), Downlink: 18 * mbit}, RelatedPDRs: []uint16{3, 4}, FlowMark: mark(3)},
+		{SEID: s.seid, ID: 4, QFI: 3, GBR: gtp5g.Bitrate{Uplink: ul(5 * mbit), Downlink: 5 * mbit}, MBR: gtp5g.Bitrate{Uplink: ul(6 * mbit), Downlink: 6 * mbit}, RelatedPDRs: []uint16{5, 6}, FlowMark: mark(4)},
+		{SEID: s.seid, ID: 5, QFI: 4, MBR: gtp5g.Bitrate{Uplink: ul(30 * mbit), Downlink: 30 * mbit}, RelatedPDRs: []uint16{7, 8}, FlowMark: mark(5)},
 	}
 	zero := uint8(0)
-	access, core := gtpnl.InterfaceAccess, gtpnl.InterfaceCore
-	srcIntf := func(i *gtpnl.Interface) *gtpnl.Interface {
+	access, core := gtp5g.InterfaceAccess, gtp5g.InterfaceCore
+	srcIntf := func(i *gtp5g.Interface) *gtp5g.Interface {
 		if s.patched {
 			return i
 		}
 		return nil
 	}
-	sdf := func(dn string) *gtpnl.SDFFilter {
-		return &gtpnl.SDFFilter{Rule: &gtpnl.FlowDescription{Action: 1, Direction: 2, Protocol: 0xff,
+	sdf := func(dn string) *gtp5g.SDFFilter {
+		return &gtp5g.SDFFilter{Rule: &gtp5g.FlowDescription{Action: 1, Direction: 2, Protocol: 0xff,
 			Src: netip.MustParseAddr(dn), Dst: ue}}
 	}
-	up := func(id uint16, prec uint32, qerIDs []uint32, dn string) gtpnl.PDR {
-		p := gtpnl.PDR{SEID: s.seid, ID: id, Precedence: prec, FARID: uint32(id), QERIDs: qerIDs, OuterHeaderRemoval: &zero,
-			PDI: gtpnl.PDI{SourceInterface: srcIntf(&access), UEAddr: ue, FTEID: &gtpnl.FTEID{TEID: s.ulTEID, Addr: n3}}}
+	up := func(id uint16, prec uint32, qerIDs []uint32, dn string) gtp5g.PDR {
+		p := gtp5g.PDR{SEID: s.seid, ID: id, Precedence: prec, FARID: uint32(id), QERIDs: qerIDs, OuterHeaderRemoval: &zero,
+			PDI: gtp5g.PDI{SourceInterface: srcIntf(&access), UEAddr: ue, FTEID: &gtp5g.FTEID{TEID: s.ulTEID, Addr: n3}}}
 		if dn != "" {
 			p.PDI.SDF = sdf(dn)
 		}
 		return p
 	}
-	down := func(id uint16, prec uint32, qerIDs []uint32, dn string) gtpnl.PDR {
-		p := gtpnl.PDR{SEID: s.seid, ID: id, Precedence: prec, FARID: uint32(id), QERIDs: qerIDs,
-			PDI: gtpnl.PDI{SourceInterface: srcIntf(&core), UEAddr: ue}}
+	down := func(id uint16, prec uint32, qerIDs []uint32, dn string) gtp5g.PDR {
+		p := gtp5g.PDR{SEID: s.seid, ID: id, Precedence: prec, FARID: uint32(id), QERIDs: qerIDs,
+			PDI: gtp5g.PDI{SourceInterface: srcIntf(&core), UEAddr: ue}}
 		if dn != "" {
 			p.PDI.SDF = sdf(dn)
 		}
 		return p
 	}
-	pdrs := []gtpnl.PDR{
+	pdrs := []gtp5g.PDR{
 		up(1, 255, []uint32{2, 1}, ""), down(2, 255, []uint32{2, 1}, ""),
 		up(3, 128, []uint32{3}, "192.168.100.2"), down(4, 128, []uint32{3}, "192.168.100.2"),
 		up(5, 128, []uint32{4}, "192.168.100.4"), down(6, 128, []uint32{4}, "192.168.100.4"),
@@ -107,11 +107,11 @@ func (s session) build() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR) {
 			pdrs[i].FlowMark = mark(first)
 		}
 	}
-	var fars []gtpnl.FAR
+	var fars []gtp5g.FAR
 	for id := uint32(1); id <= 8; id++ {
-		f := gtpnl.FAR{SEID: s.seid, ID: id, ApplyAction: gtpnl.ActionForw, RelatedPDRs: []uint16{uint16(id)}, Forwarding: &gtpnl.ForwardingParameters{}}
+		f := gtp5g.FAR{SEID: s.seid, ID: id, ApplyAction: gtp5g.ActionForw, RelatedPDRs: []uint16{uint16(id)}, Forwarding: &gtp5g.ForwardingParameters{}}
 		if id%2 == 0 { // downlink
-			f.Forwarding.OuterHeaderCreation = &gtpnl.OuterHeaderCreation{Description: 0x100, TEID: s.dlTEID, Peer: gnb, Port: 2152}
+			f.Forwarding.OuterHeaderCreation = &gtp5g.OuterHeaderCreation{Description: 0x100, TEID: s.dlTEID, Peer: gnb, Port: 2152}
 		}
 		fars = append(fars, f)
 	}

@@ -35,6 +35,22 @@ func (s *Host) Version() (string, gtpnl.Features, error) {
 	return v, f, err
 }
 
+// Families describes gtp5g's generic netlink families.
+func (s *Host) Families() []string {
+	if s.c == nil {
+		return nil
+	}
+	fams, err := s.c.Families()
+	if err != nil {
+		return []string{"unknown (" + err.Error() + ")"}
+	}
+	out := make([]string, 0, len(fams))
+	for _, f := range fams {
+		out = append(out, f.String())
+	}
+	return out
+}
+
 // MarkMode reads the patch's mark mode (off on stock gtp5g, which never
 // marks).
 func (s *Host) MarkMode(f gtpnl.Features) (gtpnl.MarkMode, error) {

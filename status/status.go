@@ -24,6 +24,9 @@ const ProblemsPerKind = 5
 type Report struct {
 	Version  string   `json:"version"`
 	Features []string `json:"features"`
+	// Families are gtp5g's generic netlink families: gtp5g, and
+	// gtp5g_qos with the gtp5g patch.
+	Families []string `json:"families,omitempty"`
 	MarkMode string   `json:"mark_mode"`
 	Policer  string   `json:"policer"`
 	Flows    []Flow   `json:"flows"`
@@ -56,6 +59,8 @@ type Flow struct {
 type Source interface {
 	Loaded() (bool, error)
 	Version() (string, gtpnl.Features, error)
+	// Families describes gtp5g's generic netlink families (nil: unknown).
+	Families() []string
 	MarkMode(gtpnl.Features) (gtpnl.MarkMode, error)
 	Policer(gtpnl.Features) (on bool, via string, err error)
 	Rules() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR, error)
@@ -82,7 +87,7 @@ func Collect(ctx context.Context, src Source, trees func() Trees) (Report, error
 	if err != nil {
 		return rep, err
 	}
-	rep.Version, rep.Features = v, FeatureNames(feats)
+	rep.Version, rep.Features, rep.Families = v, FeatureNames(feats), src.Families()
 	mode, err := src.MarkMode(feats)
 	if err != nil {
 		return rep, err

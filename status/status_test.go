@@ -26,6 +26,12 @@ func (fakeSource) Loaded() (bool, error) { return true, nil }
 func (f fakeSource) Version() (string, gtpnl.Features, error) {
 	return "0.10.2", f.feats, nil
 }
+func (f fakeSource) Families() []string {
+	if f.feats == 0 {
+		return []string{"gtp5g v0 (id 30, groups gtp5g)"}
+	}
+	return []string{"gtp5g v0 (id 30, groups gtp5g)", "gtp5g_qos v1 (id 31, groups events): " + f.feats.String()}
+}
 func (f fakeSource) MarkMode(gtpnl.Features) (gtpnl.MarkMode, error) {
 	if f.feats.Has(gtpnl.FeatureMarkCtrl) {
 		return gtpnl.MarkFlow, nil
@@ -61,6 +67,7 @@ func TestStatusReport(t *testing.T) {
 	}
 	want := Report{
 		Version: "0.10.2", Features: []string{"flow-mark", "qos-events", "policer-ctrl", "mark-ctrl"},
+		Families: []string{"gtp5g v0 (id 30, groups gtp5g)", "gtp5g_qos v1 (id 31, groups events): flow-mark,qos-events,policer-ctrl,mark-ctrl"},
 		MarkMode: "flow", Policer: "off (/proc/gtp5g/qos)",
 		Flows:    []Flow{{SEID: 7, QER: 3, QFI: 2, Direction: "downlink", GBR: 15e6, MBR: 18e6, Mark: 0x21, TEID: 100}},
 		Devices:  []Device{},

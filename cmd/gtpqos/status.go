@@ -85,6 +85,9 @@ func renderStatus(w io.Writer, rep status.Report) {
 		feats = strings.Join(rep.Features, ",")
 	}
 	fmt.Fprintf(w, "gtp5g %s  features: %s  mark mode: %s  native policer: %s\n", rep.Version, feats, rep.MarkMode, rep.Policer)
+	if len(rep.Families) > 0 {
+		fmt.Fprintf(w, "families: %s\n", strings.Join(rep.Families, "; "))
+	}
 	for _, d := range rep.Devices {
 		fmt.Fprintln(w, deviceLine(d))
 	}

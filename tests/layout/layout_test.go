@@ -30,7 +30,7 @@ var kernelImports = []string{
 }
 
 // modelPackages must not reach the kernel.
-var modelPackages = []string{"./shaper"}
+var modelPackages = []string{"./shaper", "./qosview"}
 
 // TestModelHasNoKernelImports fails if the model (package shaper) or
 // qosview depends, directly or not, on a package that talks to the kernel.

@@ -17,6 +17,7 @@ import (
 type markCounters struct {
 	h     *netlink.Handle
 	link  netlink.Link
+	root  netlink.Qdisc
 	minor map[uint32]uint16 // mark -> class minor
 }
 
@@ -30,6 +31,13 @@ const (
 // namespace) for the given marks and removes it when the test ends.
 func newMarkCounters(t *testing.T, dev string, marks []uint32) *markCounters {
 	t.Helper()
+	return newMarkCountersMask(t, dev, marks, markFieldMask)
+}
+
+// newMarkCountersMask is newMarkCounters with the fw filters' mask: with
+// 0xFFFFFFFF a class counts packets whose whole skb->mark is its mark.
+func newMarkCountersMask(t *testing.T, dev string, marks []uint32, mask uint32) *markCounters {
+	t.Helper()
 	h, err := netlink.NewHandle()
 	if err != nil {
 		t.Fatalf("netlink handle: %v", err)
@@ -39,10 +47,10 @@ func newMarkCounters(t *testing.T, dev string, marks []uint32) *markCounters {
 	if err != nil {
 		t.Fatalf("link %s: %v", dev, err)
 	}
-	m := &markCounters{h: h, link: link, minor: map[uint32]uint16{}}
 	idx := link.Attrs().Index
 	root := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
 	root.Defcls = defaultMinor
+	m := &markCounters{h: h, link: link, root: root, minor: map[uint32]uint16{}}
 	if err := h.QdiscReplace(root); err != nil {
 		t.Fatalf("%s: htb root: %v", dev, err)
 	}
@@ -63,7 +71,7 @@ func newMarkCounters(t *testing.T, dev string, marks []uint32) *markCounters {
 			FilterAttrs: netlink.FilterAttrs{LinkIndex: idx, Parent: netlink.MakeHandle(1, 0), Priority: 1,
 				Protocol: unix.ETH_P_IP, Handle: mark},
 			ClassId: netlink.MakeHandle(1, minor),
-			Mask:    markFieldMask,
+			Mask:    mask,
 		}
 		if err := h.FilterAdd(f); err != nil {
 			t.Fatalf("%s: fw filter mark %#x -> 1:%x: %v", dev, mark, minor, err)
@@ -85,6 +93,9 @@ func uniqueMarks(marks []uint32) []uint32 {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
+
+// remove deletes the counting tree (before the test ends, to count again).
+func (m *markCounters) remove() { _ = m.h.QdiscDel(m.root) }
 
 // packets returns the packets each mark's class sent (key 0: the default
 // class).

@@ -29,7 +29,7 @@ func TestVMGtpnlRealGTP5G(t *testing.T) {
 	if res.ExitCode != 0 || !strings.Contains(res.Output, "--- PASS: TestRealGTP5G") {
 		t.Fatalf("gtpnl TestRealGTP5G and gtpqos status in the VM: exit %d", res.ExitCode)
 	}
-	for _, want := range []string{"gtpqos status --json in the device's netns: 600 flows", "gtp5g 0.10.2", "(no rate-bearing QoS flows)", `"version": "0.10.2"`, "native policer: off"} {
+	for _, want := range []string{"gtpqos status --json in the device's netns: 600 flows", "gtp5g 0.10.2", "families: gtp5g v0 (id ", "(no rate-bearing QoS flows)", `"version": "0.10.2"`, "native policer: off"} {
 		if !strings.Contains(res.Output, want) {
 			t.Errorf("VM output lacks %q", want)
 		}

@@ -1,4 +1,4 @@
-package gtpnl
+package gtp5g
 
 import "fmt"
 
@@ -30,7 +30,8 @@ type QER struct {
 	RelatedPDRs []uint16
 	// FlowMark is the mark value (1..0xFFFFFF) the gtp5g-patch series
 	// allocates to this QER, unique across sessions; packets carry it in
-	// mark mode "flow". 0 = not reported (stock gtp5g) or none allocated.
+	// mark mode "flow". Reported by the gtp5g_qos family; 0 = not reported
+	// (stock gtp5g).
 	FlowMark uint32
 }
 
@@ -63,9 +64,3 @@ func (g Gate) UplinkOpen() bool { return (g>>2)&0x3 == 0 }
 
 // DownlinkOpen reports whether the downlink gate is open.
 func (g Gate) DownlinkOpen() bool { return g&0x3 == 0 }
-
-// kbpsToBps joins gtp5g's high-32/low-8 halves of a PFCP kbit/s value and
-// converts it to bit/s. The result fits in 64 bits (2^40 kbit/s * 1000).
-func kbpsToBps(high32 uint32, low8 uint8) uint64 {
-	return (uint64(high32)<<8 | uint64(low8)) * 1000
-}

@@ -1,4 +1,4 @@
-package gtpnl
+package gtp5g
 
 import "fmt"
 

@@ -1,4 +1,4 @@
-package gtpnl
+package gtp5g
 
 import (
 	"fmt"
@@ -31,10 +31,11 @@ type PDR struct {
 	// absent.
 	RoleAddr netip.Addr
 	// QFI is the QFI gtp5g writes into this PDR's GTP-U header, as the
-	// gtp5g-patch series reports it (0 = none or not reported).
+	// gtp5g-patch series' gtp5g_qos family reports it (0 = none or not
+	// reported: stock gtp5g does not say).
 	QFI uint8
 	// FlowMark is the flow mark of the QER that gives this PDR its QFI, as
-	// the gtp5g-patch series reports it (0 = none or not reported).
+	// the gtp5g_qos family reports it (0 = none or not reported).
 	FlowMark uint32
 }
 
