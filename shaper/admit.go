@@ -5,6 +5,18 @@ import (
 	"slices"
 )
 
+// Admission ranks (see Admit).
+const (
+	// AdmitKept: the flow holds a class and asks for no more GBR than it
+	// was given.
+	AdmitKept = iota
+	// AdmitGrown: the flow holds a class but asks for more GBR (its GBR
+	// grew, or admission clamped it).
+	AdmitGrown
+	// AdmitNew: the flow holds no class.
+	AdmitNew
+)
+
 // Admitted is what admission lets into a plan.
 type Admitted struct {
 	// Flows are the admitted flows in FlowID order; a flow clamped by
@@ -43,10 +55,13 @@ func CompareFlowID(a, b FlowID) int {
 // marks outside MarkMask), refuses duplicate ids, marks and (TEID, QFI)
 // keys, and admits GBR flows while the sum of GBRs fits in the link, in
 // aware mode (Policy.Admission says whether a flow that does not fit is
-// refused or clamped). Flows for which known returns true (they hold a
-// class already) are admitted first, so a new flow never pushes out an
-// admitted one. pol must have passed CheckPolicy.
-func Admit(flows []Flow, pol Policy, known func(*Flow) bool) Admitted {
+// refused or clamped). Flows are admitted by rank, then FlowID: rank (nil:
+// all 0) says how a flow stands, AdmitKept (it holds a class and asks for
+// no more GBR than the class was given) before AdmitGrown (it holds a
+// class but asks for more) before AdmitNew, so a flow that asks for more,
+// or a new one, never pushes out a flow that keeps what it had. pol must
+// have passed CheckPolicy.
+func Admit(flows []Flow, pol Policy, rank func(*Flow) int) Admitted {
 	var p problems
 	order := make([]int, len(flows))
 	for i := range order {
@@ -54,8 +69,8 @@ func Admit(flows []Flow, pol Policy, known func(*Flow) bool) Admitted {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return CompareFlowID(flows[a].ID, flows[b].ID) })
 	type cand struct {
-		f     Flow
-		known bool
+		f    Flow
+		rank int
 	}
 	seen := make(map[FlowID]bool, len(flows))
 	cands := make([]cand, 0, len(flows))
@@ -67,18 +82,14 @@ func Admit(flows []Flow, pol Policy, known func(*Flow) bool) Admitted {
 		}
 		seen[f.ID] = true
 		if p.checkFlow(&f, &pol) {
-			cands = append(cands, cand{f: f, known: known != nil && known(&f)})
+			c := cand{f: f}
+			if rank != nil {
+				c.rank = rank(&f)
+			}
+			cands = append(cands, c)
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b cand) int {
-		switch {
-		case a.known && !b.known:
-			return -1
-		case b.known && !a.known:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.rank, b.rank) })
 	led := NewLedger(pol)
 	out := Admitted{Flows: make([]Flow, 0, len(cands))}
 	for _, c := range cands {

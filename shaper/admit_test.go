@@ -11,7 +11,12 @@ func TestAdmitKnownFirst(t *testing.T) {
 	pol := DefaultPolicy(30 * mbit)
 	old := Flow{ID: FlowID{SEID: 9, QERID: 1}, GBR: 20 * mbit, Mark: 9}
 	fresh := Flow{ID: FlowID{SEID: 1, QERID: 1}, GBR: 20 * mbit, Mark: 1}
-	adm := Admit([]Flow{fresh, old}, pol, func(f *Flow) bool { return f.ID == old.ID })
+	adm := Admit([]Flow{fresh, old}, pol, func(f *Flow) int {
+		if f.ID == old.ID {
+			return AdmitKept
+		}
+		return AdmitNew
+	})
 	if len(adm.Flows) != 1 || adm.Flows[0].ID != old.ID {
 		t.Fatalf("admitted %v, want only the known flow %s", adm.Flows, old.ID)
 	}
@@ -74,5 +79,23 @@ func TestFlowRates(t *testing.T) {
 	static.Mode = Static
 	if r, c := static.FlowRates(Flow{GBR: 15 * mbit}, 0); r != 10*mbit || c != 30*mbit {
 		t.Errorf("static FlowRates = %d/%d, want 10/30 Mbit/s", r, c)
+	}
+}
+
+// TestAdmitGrownFlowDoesNotPushOut checks that a flow that holds a class
+// and asks for more GBR is admitted after the flows that keep theirs: the
+// unchanged flow stays, the grown one is refused.
+func TestAdmitGrownFlowDoesNotPushOut(t *testing.T) {
+	pol := DefaultPolicy(30 * mbit)
+	a := Flow{ID: FlowID{SEID: 1, QERID: 1}, GBR: 20 * mbit, Mark: 1} // was 10
+	b := Flow{ID: FlowID{SEID: 1, QERID: 2}, GBR: 15 * mbit, Mark: 2}
+	adm := Admit([]Flow{a, b}, pol, func(f *Flow) int {
+		if f.ID == a.ID {
+			return AdmitGrown
+		}
+		return AdmitKept
+	})
+	if len(adm.Flows) != 1 || adm.Flows[0].ID != b.ID {
+		t.Fatalf("admitted %v, want only the unchanged flow %s", adm.Flows, b.ID)
 	}
 }

@@ -120,6 +120,16 @@ type DeltaSyncer interface {
 	SyncDelta(ctx context.Context, env Env, from, to Table) (Result, error)
 }
 
+// Patcher is implemented by classifiers that can remove and write single
+// entries without reading the kernel back, trusting that it holds what
+// they last wrote: a backend's incremental updates use it, so that a
+// change costs writes for the changed entries only.
+type Patcher interface {
+	// Patch removes the entries of del (by their keys), then writes those
+	// of put.
+	Patch(ctx context.Context, env Env, del, put []Entry) (Result, error)
+}
+
 // WriteCounter is implemented by classifiers that count the writes their
 // Remove made.
 type WriteCounter interface {

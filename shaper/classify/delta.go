@@ -102,3 +102,60 @@ func (c *MarkBPF) SyncDelta(ctx context.Context, env Env, from, to Table) (Resul
 	}
 	return res, nil
 }
+
+// Patch deletes the fw filters of del's marks and replaces those of put's.
+func (c *Fw) Patch(ctx context.Context, env Env, del, put []Entry) (Result, error) {
+	var res Result
+	for _, e := range del {
+		if e.Mark == 0 {
+			continue
+		}
+		if err := env.Handle.FilterDel(fwFilter(env, e.Mark, 0, FwPrio)); err != nil {
+			return res, fmt.Errorf("delete fw filter mark %#x: %w", e.Mark, err)
+		}
+		res.Writes++
+		res.Deleted++
+	}
+	for _, e := range put {
+		if e.Mark == 0 {
+			continue
+		}
+		if err := env.Handle.FilterReplace(fwFilter(env, e.Mark, e.ClassID, FwPrio)); err != nil {
+			return res, fmt.Errorf("fw filter mark %#x -> class %s: %w", e.Mark, Handle(e.ClassID), err)
+		}
+		res.Writes++
+		res.Added++
+	}
+	return res, nil
+}
+
+// Patch deletes del's marks from the map it loaded or adopted and puts
+// put's. Without such a map (nothing synced yet) it fails: the backend then
+// runs a full Sync.
+func (c *MarkBPF) Patch(ctx context.Context, env Env, del, put []Entry) (Result, error) {
+	var res Result
+	if c.m == nil {
+		return res, fmt.Errorf("dev %s: the cls_bpf mark classifier is not loaded: full sync needed", env.Link.Attrs().Name)
+	}
+	for _, e := range del {
+		if e.Mark == 0 {
+			continue
+		}
+		if err := c.m.Delete(e.Mark); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return res, fmt.Errorf("delete mark %#x from BPF map: %w", e.Mark, err)
+		}
+		res.Writes++
+		res.Deleted++
+	}
+	for _, e := range put {
+		if e.Mark == 0 {
+			continue
+		}
+		if err := c.m.Put(e.Mark, e.ClassID&0xffff); err != nil {
+			return res, fmt.Errorf("map mark %#x -> class %s in BPF map: %w", e.Mark, Handle(e.ClassID), err)
+		}
+		res.Writes++
+		res.Added++
+	}
+	return res, nil
+}

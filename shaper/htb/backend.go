@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -45,11 +46,13 @@ type Backend struct {
 	dev   string
 	opts  Options
 	rec   *Reconciler
-	// prev is the last tree Apply made true (nil: plan against the
-	// kernel's tree next time); flows are the flows it was planned from,
-	// by session.
-	prev  *Tree
-	flows map[uint64][]shaper.Flow
+	// plan is what the last Apply and the Updates since made true (nil:
+	// plan against the kernel's tree next time), and pol the policy it was
+	// made for; updated says an Update wrote since the last Apply, whose
+	// remembered tree is then stale.
+	plan    *planState
+	pol     shaper.Policy
+	updated bool
 }
 
 // Open returns the HTB backend for dev through h (kept open for the
@@ -85,43 +88,62 @@ func (b *Backend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	return b.apply(ctx, flows, pol, opt)
 }
 
-// Update implements shaper.Backend: it replaces the given sessions' flows
-// in those of the last apply and applies the result.
+// Update implements shaper.Backend: with the plan of the last Apply it
+// plans the changed sessions alone and writes only what changed, reading
+// nothing back. It needs incremental mode.
 func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow, pol shaper.Policy) (shaper.Report, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.prev == nil || b.flows == nil {
-		return shaper.Report{Dev: b.dev, Backend: Name}, fmt.Errorf("dev %s: %w", b.dev, shaper.ErrFullApplyNeeded)
+	rep := shaper.Report{Dev: b.dev, Backend: Name}
+	if b.plan == nil || pol != b.pol || !b.opts.Incremental {
+		return rep, fmt.Errorf("dev %s: %w", b.dev, shaper.ErrFullApplyNeeded)
 	}
-	for seid, fl := range sessions {
-		if len(fl) == 0 {
-			delete(b.flows, seid)
-		} else {
-			b.flows[seid] = fl
-		}
+	d := b.plan.apply(sessions)
+	rep.Problems, rep.Flows, rep.ClassCount = b.plan.allProblems(), len(b.plan.admitted), len(b.plan.classes)
+	if d.empty() {
+		rep.Summary = fmt.Sprintf("dev %s: in sync", b.dev)
+		return rep, nil
 	}
-	var all []shaper.Flow
-	for _, fl := range b.flows {
-		all = append(all, fl...)
+	b.updated = true
+	res, err := b.rec.writeDelta(ctx, d)
+	rep.Writes, rep.Summary = res.Writes, res.Summary()
+	rep.Notes = append(rep.Notes, res.Classifier.Notes...)
+	if err != nil {
+		// The device may be gone or changed: read it afresh next time.
+		b.plan = nil
+		return rep, err
 	}
-	return b.apply(ctx, all, pol, shaper.ApplyOptions{})
+	rep.Changes = deltaChanges(d, res.ClassifierKind)
+	for _, c := range append(slices.Clone(d.create), d.change...) {
+		rep.Classes = append(rep.Classes, classState(&Tree{Major: OwnedMajor}, c))
+	}
+	return rep, nil
 }
 
 // Classes implements shaper.Backend.
 func (b *Backend) Classes() []shaper.ClassState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.prev == nil {
+	if b.plan == nil {
 		return nil
 	}
-	return classStates(b.prev)
+	return classStates(b.plan.tree(shaper.LeafSpec{}, ""))
 }
 
 // apply plans flows against the previous tree (or the kernel's) and
 // reconciles the device to the plan; b.mu is held.
 func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (shaper.Report, error) {
 	rep := shaper.Report{Dev: b.dev, Backend: Name, Flows: len(flows)}
-	prev := b.prev
+	var prev *Tree
+	if b.plan != nil {
+		prev = b.plan.tree(shaper.LeafSpec{}, "")
+	}
+	if b.updated {
+		// The reconciler remembers the tree of the last Apply, not what
+		// the Updates since wrote: read the device.
+		b.rec.Resync()
+		b.updated = false
+	}
 	if prev == nil {
 		actual, err := b.rec.Actual(ctx)
 		if err != nil && !(b.opts.Force && errors.Is(err, shaper.ErrNotOwned)) {
@@ -129,7 +151,8 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		}
 		prev = actual // nil when the device has no tree yet
 	}
-	tree, problems := Plan(flows, b.policy(pol), prev)
+	planPol := b.policy(pol)
+	tree, problems := Plan(flows, planPol, prev)
 	rep.Problems = problems
 	if p, bad := shaper.FirstError(problems); bad && (tree == nil || opt.Strict) {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, p)
@@ -139,12 +162,15 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	rep.Notes = append(append(rep.Notes, res.Notes...), res.Classifier.Notes...)
 	if err != nil {
 		// The device may be gone or recreated: read it afresh next time.
-		b.prev, b.flows = nil, nil
+		b.plan = nil
 		return rep, err
 	}
 	rep.Changes = changes(res, tree, prev)
 	rep.Classes, rep.ClassCount = classStates(tree), len(tree.Classes)
-	b.prev, b.flows = tree, groupBySession(flows)
+	b.plan, b.pol = nil, pol
+	if st, err := newPlanState(tree, groupBySession(flows), planPol, problems); err == nil {
+		b.plan = st
+	}
 	return rep, nil
 }
 
@@ -201,7 +227,7 @@ func (b *Backend) Close() error {
 func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.prev, b.flows = nil, nil
+	b.plan = nil
 	link, err := b.h.LinkByName(b.dev)
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", b.dev, err)

@@ -40,6 +40,26 @@ func newPrevIndex(t *Tree) *prevIndex {
 // lookup finds f's class (shaper.Index says how).
 func (ix *prevIndex) lookup(f *shaper.Flow) (Class, bool) { return ix.flows.Find(f) }
 
+// rank is f's admission rank (shaper.Admit): new without a class; grown
+// when it asks for more GBR than its class was given (a class read from
+// the kernel knows no GBR: its rate stands for it) or for other keys (a
+// mark or (TEID, QFI) another flow may hold), so it never pushes out a
+// flow that keeps what it had.
+func (ix *prevIndex) rank(f *shaper.Flow) int {
+	c, ok := ix.lookup(f)
+	if !ok {
+		return shaper.AdmitNew
+	}
+	given := c.GBR
+	if c.Flow == (shaper.FlowID{}) {
+		given = c.Rate
+	}
+	if f.GBR > given || c.Key() != (shaper.Key{Mark: f.Mark, TEID: f.TEID, QFI: f.QFI}) {
+		return shaper.AdmitGrown
+	}
+	return shaper.AdmitKept
+}
+
 // planner assigns class ids (minors) to the admitted flows and sessions and
 // builds the tree.
 type planner struct {

@@ -28,7 +28,7 @@ func Plan(flows []shaper.Flow, pol shaper.Policy, prev *Tree) (*Tree, []shaper.P
 		return nil, problems
 	}
 	ix := newPrevIndex(prev)
-	adm := shaper.Admit(flows, pol, func(f *shaper.Flow) bool { _, ok := ix.lookup(f); return ok })
+	adm := shaper.Admit(flows, pol, ix.rank)
 	p := &planner{pol: pol, ix: ix, adm: &adm, problems: append(problems, adm.Problems...)}
 	p.assignMinors()
 	t := p.build()

@@ -46,6 +46,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 	}
 	if r.incremental {
 		u.st.tree, u.st.table, u.st.cls = cloneTree(desired), u.bound, u.cls
+		u.st.link, u.st.leaf = u.link, res.LeafKind
 		r.mem = u.st
 	}
 	return res, nil

@@ -121,3 +121,32 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 	}
 	return in, nil
 }
+
+// deltaChanges lists what an incremental update wrote, one entry per class
+// created, changed or deleted, plus one for the classifier's entries.
+func deltaChanges(d *delta, kind shaper.ClassifierKind) []shaper.Change {
+	t := &Tree{Major: OwnedMajor}
+	var out []shaper.Change
+	class := func(op string, c Class) shaper.Change {
+		ch := shaper.Change{Op: op, Object: "class", Class: t.Handle(c.Minor), Role: c.Role, Flow: c.Flow, Name: c.Name, QFI: c.QFI,
+			Rate: c.Rate, Ceil: c.Ceil, Detail: fmt.Sprintf("%s rate %s ceil %s", c.Role, shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil))}
+		if c.Role == shaper.RoleSession {
+			ch.Flow = shaper.FlowID{SEID: c.SEID}
+		}
+		return ch
+	}
+	for _, c := range d.create {
+		out = append(out, class("add", c))
+	}
+	for _, c := range d.change {
+		out = append(out, class("change", c))
+	}
+	for _, m := range d.del {
+		out = append(out, shaper.Change{Op: "delete", Object: "class", Class: t.Handle(m)})
+	}
+	if n := len(d.bind) + len(d.unbind); n > 0 {
+		out = append(out, shaper.Change{Op: "sync", Object: string(kind),
+			Detail: fmt.Sprintf("classifier entries bound %d, unbound %d", len(d.bind), len(d.unbind))})
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package htb
 import (
 	"fmt"
 
+	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
 )
@@ -26,10 +27,13 @@ type devState struct {
 
 	// Set when the state is remembered (after a successful run): tree is
 	// the desired tree made true, table the classifier's entries and cls
-	// the classifier that holds them.
+	// the classifier that holds them; link is the device and leaf the leaf
+	// kind in use, so an incremental update reads neither back.
 	tree  *Tree
 	table classify.Table
 	cls   classify.Classifier
+	link  netlink.Link
+	leaf  shaper.LeafKind
 }
 
 // usableFor reports whether a remembered state can stand in for the

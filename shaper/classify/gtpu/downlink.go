@@ -2,6 +2,7 @@ package gtpu
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -76,4 +77,26 @@ func (d downlink) Remove(ctx context.Context, env classify.Env) error {
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
 	return d.c.detach(env, env.Link, Egress, "gtpu-egress")
+}
+
+// Patch deletes the (TEID, QFI) keys of del and writes those of put, on the
+// objects an earlier Sync loaded.
+func (d downlink) Patch(ctx context.Context, env classify.Env, del, put []classify.Entry) (classify.Result, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	var res classify.Result
+	if d.c.objs == nil {
+		return res, fmt.Errorf("gtpu classifier not loaded: full sync needed")
+	}
+	var delKeys []Key
+	for _, e := range del {
+		if k, note := d.c.keyOf(e); note == "" {
+			delKeys = append(delKeys, k)
+		}
+	}
+	want, notes := d.c.entries(classify.Table{Entries: put}, func(e classify.Entry) (uint32, bool) { return e.ClassID, true })
+	res.Notes = append(res.Notes, notes...)
+	s, err := d.c.objs.PatchDownlink(delKeys, want)
+	addSync(&res, s)
+	return res, err
 }

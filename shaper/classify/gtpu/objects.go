@@ -120,6 +120,29 @@ func (o *Objects) SyncMarkClasses(want map[uint32]uint32) (SyncResult, error) {
 	return o.mc.sync(want)
 }
 
+// PatchDownlink deletes del's keys from the downlink map and writes put's.
+func (o *Objects) PatchDownlink(del []Key, put map[Key]uint32) (SyncResult, error) {
+	return o.dl.patch(bpfKeys(del), flowKeys(put))
+}
+
+// PatchUplink deletes del's keys from the uplink map and writes put's.
+func (o *Objects) PatchUplink(del []Key, put map[Key]uint32) (SyncResult, error) {
+	return o.ul.patch(bpfKeys(del), flowKeys(put))
+}
+
+// PatchMarkClasses deletes del's marks from the N6 map and writes put's.
+func (o *Objects) PatchMarkClasses(del []uint32, put map[uint32]uint32) (SyncResult, error) {
+	return o.mc.patch(del, put)
+}
+
+func bpfKeys(keys []Key) []gtpuFlowKey {
+	out := make([]gtpuFlowKey, len(keys))
+	for i, k := range keys {
+		out[i] = k.bpf()
+	}
+	return out
+}
+
 func flowKeys(want map[Key]uint32) map[gtpuFlowKey]uint32 {
 	out := make(map[gtpuFlowKey]uint32, len(want))
 	for k, v := range want {

@@ -63,5 +63,28 @@ func (t *table[K]) sync(want map[K]uint32) (SyncResult, error) {
 	return res, nil
 }
 
+// patch deletes del's keys and writes put's, keeping the mirror.
+func (t *table[K]) patch(del []K, put map[K]uint32) (SyncResult, error) {
+	var res SyncResult
+	for _, k := range del {
+		if err := t.m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return res, fmt.Errorf("gtpu bpf: map %s: delete %v: %w", t.name, k, err)
+		}
+		delete(t.cur, k)
+		res.Deleted++
+	}
+	for k, v := range put {
+		if old, had := t.cur[k]; had && old == v {
+			continue
+		}
+		if err := t.m.Put(k, v); err != nil {
+			return res, fmt.Errorf("gtpu bpf: map %s: put %v: %w", t.name, k, err)
+		}
+		t.cur[k] = v
+		res.Added++
+	}
+	return res, nil
+}
+
 // Writes is the number of map writes the sync made.
 func (r SyncResult) Writes() int { return r.Added + r.Changed + r.Deleted }

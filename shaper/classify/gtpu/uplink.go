@@ -125,3 +125,40 @@ func (u uplink) Remove(ctx context.Context, env classify.Env) error {
 	}
 	return u.c.detach(env, env.Link, Egress, "mark-egress")
 }
+
+// Patch deletes the uplink entries of del ((TEID, QFI) -> mark and mark ->
+// class) and writes those of put, on the objects an earlier Sync loaded.
+func (u uplink) Patch(ctx context.Context, env classify.Env, del, put []classify.Entry) (classify.Result, error) {
+	u.c.mu.Lock()
+	defer u.c.mu.Unlock()
+	var res classify.Result
+	if u.c.objs == nil {
+		return res, fmt.Errorf("gtpu classifier not loaded: full sync needed")
+	}
+	var delKeys []Key
+	var delMarks []uint32
+	for _, e := range del {
+		if k, note := u.c.keyOf(e); note == "" && e.Mark != 0 {
+			delKeys = append(delKeys, k)
+		}
+		if e.Mark != 0 {
+			delMarks = append(delMarks, e.Mark)
+		}
+	}
+	want, notes := u.c.entries(classify.Table{Entries: put}, func(e classify.Entry) (uint32, bool) { return e.Mark, e.Mark != 0 })
+	res.Notes = append(res.Notes, notes...)
+	marks := map[uint32]uint32{}
+	for _, e := range put {
+		if e.Mark != 0 {
+			marks[e.Mark] = e.ClassID
+		}
+	}
+	s, err := u.c.objs.PatchUplink(delKeys, want)
+	addSync(&res, s)
+	if err != nil {
+		return res, err
+	}
+	s, err = u.c.objs.PatchMarkClasses(delMarks, marks)
+	addSync(&res, s)
+	return res, err
+}

@@ -1,0 +1,124 @@
+package htb
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+)
+
+// writeDelta writes an incremental update (planState.apply) on top of what
+// the last successful run made true, reading nothing back: entries
+// unbound, classes deleted children first, classes created parents first
+// (with their leaf qdiscs) and changed, entries bound. It needs incremental
+// mode, a remembered state and a classifier that can patch single entries;
+// otherwise, and after any error (the memory is dropped then), the caller
+// applies in full.
+func (r *Reconciler) writeDelta(ctx context.Context, d *delta) (Result, error) {
+	res := Result{Dev: r.dev, Incremental: true, Adopted: true}
+	st := r.mem
+	r.mem = nil
+	if st == nil || st.link == nil || st.tree == nil {
+		return res, fmt.Errorf("dev %s: nothing remembered to update: %w", r.dev, shaper.ErrFullApplyNeeded)
+	}
+	pt, ok := st.cls.(classify.Patcher)
+	if !ok {
+		return res, fmt.Errorf("dev %s: classifier %s cannot patch entries: %w", r.dev, st.cls.Kind(), shaper.ErrFullApplyNeeded)
+	}
+	res.ClassifierKind, res.LeafKind = st.cls.Kind(), st.leaf
+	start := r.writes
+	w := deltaWriter{r: r, st: st, env: classify.Env{Handle: r.h, Link: st.link, Root: rootHandle()}, pt: pt, res: &res,
+		t: &Tree{Major: OwnedMajor, Leaf: st.tree.Leaf}}
+	err := w.write(ctx, d)
+	res.Writes = r.writes - start
+	if err != nil {
+		return res, err
+	}
+	r.mem = st
+	return res, nil
+}
+
+// deltaWriter is one writeDelta in progress.
+type deltaWriter struct {
+	r   *Reconciler
+	st  *devState
+	env classify.Env
+	pt  classify.Patcher
+	res *Result
+	t   *Tree // the major and leaf spec, for handles and leaf qdiscs
+}
+
+func (w *deltaWriter) write(ctx context.Context, d *delta) error {
+	if err := w.patch(ctx, d.unbind, nil); err != nil {
+		return err
+	}
+	for _, m := range d.del {
+		a, ok := w.st.classes[m]
+		if !ok {
+			return fmt.Errorf("dev %s: class %s to delete is not remembered: %w", w.r.dev, w.t.Handle(m), shaper.ErrFullApplyNeeded)
+		}
+		if err := w.r.do(func() error { return w.r.h.ClassDel(a) }); err != nil {
+			return fmt.Errorf("dev %s: delete class %s: %w", w.r.dev, w.t.Handle(m), err)
+		}
+		w.st.deleted(w.t, m)
+		w.res.Deleted = append(w.res.Deleted, m)
+	}
+	for _, c := range d.create {
+		if err := w.create(ctx, c); err != nil {
+			return err
+		}
+	}
+	for _, c := range d.change {
+		hc := w.r.htbClass(w.st.link, w.t, c)
+		if err := w.r.do(func() error { return w.r.h.ClassChange(hc) }); err != nil {
+			return fmt.Errorf("dev %s: change %s class %s: %w", w.r.dev, c.Role, w.t.Handle(c.Minor), err)
+		}
+		w.st.written(hc)
+		w.res.Changed = append(w.res.Changed, c.Minor)
+	}
+	return w.patch(ctx, nil, d.bind)
+}
+
+// create creates one class and, for a leaf, its leaf qdisc.
+func (w *deltaWriter) create(ctx context.Context, c Class) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	hc := w.r.htbClass(w.st.link, w.t, c)
+	if err := w.r.do(func() error { return w.r.h.ClassReplace(hc) }); err != nil {
+		return fmt.Errorf("dev %s: create %s class %s: %w", w.r.dev, c.Role, w.t.Handle(c.Minor), err)
+	}
+	w.st.written(hc)
+	delete(w.st.byParent, w.t.ClassID(c.Parent))
+	w.res.Created = append(w.res.Created, c.Minor)
+	if !c.IsLeaf() {
+		return nil
+	}
+	lf, ok := leaves[w.st.leaf]
+	if !ok {
+		return nil
+	}
+	if q := lf.want(w.st.link, w.t, c.Minor); q != nil {
+		if err := w.r.do(func() error { return w.r.h.QdiscReplace(q) }); err != nil {
+			return fmt.Errorf("dev %s: leaf %s under class %s: %w", w.r.dev, w.st.leaf, w.t.Handle(c.Minor), err)
+		}
+		w.st.byParent[w.t.ClassID(c.Minor)] = q
+		w.res.Leaves = append(w.res.Leaves, c.Minor)
+	}
+	return nil
+}
+
+// patch unbinds del and binds put through the classifier.
+func (w *deltaWriter) patch(ctx context.Context, del, put []classify.Entry) error {
+	if len(del) == 0 && len(put) == 0 {
+		return nil
+	}
+	cr, err := w.pt.Patch(ctx, w.env, del, put)
+	w.r.writes += cr.Writes
+	w.res.Classifier.Add(cr)
+	if err != nil {
+		return fmt.Errorf("dev %s: classifier %s: %w", w.r.dev, w.st.cls.Kind(), err)
+	}
+	return nil
+}

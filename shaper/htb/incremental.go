@@ -1,0 +1,234 @@
+package htb
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+)
+
+// planState is the plan the HTB backend keeps between applies, indexed so
+// that a change of one session costs work on that session only
+// (Backend.Update). It makes the same decisions Plan would for the same
+// flows against the same previous tree (class ids aside: a new class takes
+// the lowest free minor when it is placed, where Plan numbers a whole set
+// at once), which the property test checks.
+type planState struct {
+	pol   shaper.Policy // checked (CheckPolicy)
+	major uint16
+	base  Class // burst, cburst, quantum of every class
+	// classes are every planned class by minor.
+	classes map[uint16]Class
+	// input is each session's flows as last given.
+	input map[uint64][]shaper.Flow
+	// minor is each admitted flow's class; admitted the flow as admitted
+	// (a clamped GBR).
+	minor    map[shaper.FlowID]uint16
+	admitted map[shaper.FlowID]shaper.Flow
+	// waiting are flows refused for something that may pass later (no
+	// room for their GBR, a key another flow holds, no class id left).
+	waiting map[shaper.FlowID]shaper.Flow
+	// clamped are admitted flows whose GBR admission cut, as asked: they
+	// are admitted again whenever the plan moves, as Plan would.
+	clamped  map[shaper.FlowID]shaper.Flow
+	problems map[shaper.FlowID][]shaper.Problem
+	// listedTwice are the duplicate-flow problems of each session's input.
+	listedTwice map[uint64][]shaper.Problem
+	policyPr    []shaper.Problem
+	sessions    map[uint64]*sessionPlan
+	ledger      *shaper.Ledger
+	used        [1 << 16]bool
+	lowFree     int
+	linkSum     uint64
+}
+
+// sessionPlan is one session's AMBR class and the flows under it.
+type sessionPlan struct {
+	minor uint16
+	ambr  uint64
+	flows map[shaper.FlowID]bool
+	rate  uint64
+}
+
+// delta is what one update changes in the kernel, in the order it is
+// written: entries unbound, classes deleted (children first), classes
+// created (parents first) and changed, entries bound.
+type delta struct {
+	unbind []classify.Entry
+	del    []uint16
+	create []Class
+	change []Class
+	bind   []classify.Entry
+}
+
+func (d *delta) empty() bool {
+	return len(d.unbind)+len(d.del)+len(d.create)+len(d.change)+len(d.bind) == 0
+}
+
+// newPlanState indexes a full plan: t planned from input (by session)
+// under pol, with the problems Plan reported.
+func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, problems []shaper.Problem) (*planState, error) {
+	pol, _, ok := shaper.CheckPolicy(pol)
+	if !ok {
+		return nil, fmt.Errorf("policy does not check")
+	}
+	s := &planState{pol: pol, major: t.Major, classes: make(map[uint16]Class, len(t.Classes)), input: map[uint64][]shaper.Flow{},
+		minor: map[shaper.FlowID]uint16{}, admitted: map[shaper.FlowID]shaper.Flow{}, waiting: map[shaper.FlowID]shaper.Flow{},
+		clamped: map[shaper.FlowID]shaper.Flow{}, listedTwice: map[uint64][]shaper.Problem{},
+		problems: map[shaper.FlowID][]shaper.Problem{}, sessions: map[uint64]*sessionPlan{}, ledger: shaper.NewLedger(pol),
+		base: Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}}
+	for seid, fl := range input {
+		s.input[seid] = slices.Clone(fl)
+	}
+	for _, c := range t.Classes {
+		s.classes[c.Minor] = c
+		s.used[c.Minor] = true
+		s.linkSum += s.linkShare(c)
+		switch c.Role {
+		case shaper.RoleSession:
+			s.sessions[c.SEID] = &sessionPlan{minor: c.Minor, ambr: c.Ceil, rate: c.Rate, flows: map[shaper.FlowID]bool{}}
+		case shaper.RoleFlow:
+			s.minor[c.Flow] = c.Minor
+		}
+	}
+	if err := s.indexFlows(); err != nil {
+		return nil, err
+	}
+	s.indexProblems(problems)
+	s.lowFree = int(FirstFlowMinor)
+	return s, nil
+}
+
+// indexFlows fills the ledger, the admitted flows and the sessions' flows
+// from the planned flow classes and the input.
+func (s *planState) indexFlows() error {
+	byID := s.inputByID()
+	ids := make([]shaper.FlowID, 0, len(s.minor))
+	for id := range s.minor {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, shaper.CompareFlowID)
+	for _, id := range ids {
+		c := s.classes[s.minor[id]]
+		f, ok := byID[id]
+		if !ok {
+			return fmt.Errorf("planned flow %s is not in the input", id)
+		}
+		asked := f
+		f.GBR = c.GBR // as admitted (maybe clamped)
+		if _, _, ok := s.ledger.Admit(f); !ok {
+			return fmt.Errorf("planned flow %s does not pass admission again", id)
+		}
+		s.admitted[id] = f
+		if f.GBR < asked.GBR {
+			s.clamped[id] = asked
+		}
+		if p, ok := s.classes[c.Parent]; ok && p.Role == shaper.RoleSession {
+			s.sessions[p.SEID].flows[id] = true
+		}
+	}
+	return nil
+}
+
+// indexProblems keeps the plan's problems by flow, and the flows refused
+// for a reason that may pass later.
+func (s *planState) indexProblems(problems []shaper.Problem) {
+	byID := s.inputByID()
+	for _, p := range problems {
+		if p.Kind == shaper.DuplicateFlow {
+			s.listedTwice[p.Flow.SEID] = append(s.listedTwice[p.Flow.SEID], p)
+			continue
+		}
+		if p.Flow == (shaper.FlowID{}) {
+			if p.Kind != shaper.Oversubscribed {
+				s.policyPr = append(s.policyPr, p)
+			}
+			continue
+		}
+		s.problems[p.Flow] = append(s.problems[p.Flow], p)
+		if _, in := s.admitted[p.Flow]; !in && p.Severity == shaper.Error && retryable(p.Kind) {
+			if f, ok := byID[p.Flow]; ok {
+				s.waiting[p.Flow] = f
+			}
+		}
+	}
+}
+
+// inputByID indexes the input's flows by id; of a flow listed twice, the
+// first (the one Plan takes).
+func (s *planState) inputByID() map[shaper.FlowID]shaper.Flow {
+	byID := map[shaper.FlowID]shaper.Flow{}
+	for _, fl := range s.input {
+		for _, f := range fl {
+			if _, dup := byID[f.ID]; !dup {
+				byID[f.ID] = f
+			}
+		}
+	}
+	return byID
+}
+
+// retryable says whether a refusal may pass once other flows change.
+func retryable(k shaper.ProblemKind) bool {
+	switch k {
+	case shaper.GBRSumAboveLink, shaper.DuplicateMark, shaper.DuplicateTEID, shaper.TooManyFlows:
+		return true
+	}
+	return false
+}
+
+// linkShare is what a class takes of the link's rate (the link class and
+// the flows under a session take nothing of it directly).
+func (s *planState) linkShare(c Class) uint64 {
+	switch {
+	case c.Role == shaper.RoleLink:
+		return 0
+	case c.Parent == LinkMinor:
+		return c.Rate
+	}
+	return 0
+}
+
+// tree returns the plan as a Tree (sorted by minor).
+func (s *planState) tree(leaf shaper.LeafSpec, cls shaper.ClassifierKind) *Tree {
+	t := &Tree{Major: s.major, DefaultMinor: DefaultMinor, LinkRate: s.pol.LinkRate, Leaf: leaf, Classifier: cls}
+	t.Classes = make([]Class, 0, len(s.classes))
+	for _, c := range s.classes {
+		t.Classes = append(t.Classes, c)
+	}
+	slices.SortFunc(t.Classes, func(a, b Class) int { return cmp.Compare(a.Minor, b.Minor) })
+	return t
+}
+
+// allProblems returns the plan's current problems: per flow in FlowID
+// order, then the policy's, with the oversubscription warning recomputed.
+func (s *planState) allProblems() []shaper.Problem {
+	ids := make([]shaper.FlowID, 0, len(s.problems))
+	for id := range s.problems {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, shaper.CompareFlowID)
+	var out []shaper.Problem
+	for _, id := range ids {
+		out = append(out, s.problems[id]...)
+	}
+	for _, seid := range slices.Sorted(maps.Keys(s.listedTwice)) {
+		out = append(out, s.listedTwice[seid]...)
+	}
+	out = append(out, s.policyPr...)
+	if s.linkSum > s.pol.LinkRate {
+		out = append(out, oversubscribed(s.linkSum, s.pol.LinkRate))
+	}
+	return out
+}
+
+// oversubscribed is the warning that class rates add up to more than the
+// link.
+func oversubscribed(sum, link uint64) shaper.Problem {
+	return shaper.Problem{Kind: shaper.Oversubscribed, Severity: shaper.Warning, Name: "policy", Field: "link",
+		Detail: "class rates add up to " + shaper.FormatRate(sum) + " on a " + shaper.FormatRate(link) +
+			" link: only GBRs are guaranteed, non-GBR minimums and static rates are not"}
+}

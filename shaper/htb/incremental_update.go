@@ -1,0 +1,296 @@
+package htb
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+)
+
+// update is one planState.apply in progress.
+type update struct {
+	s *planState
+	d *delta
+	// freed are the classes of flows dropped in this update, by flow: the
+	// same flow placed again under the same parent keeps its minor.
+	freed map[shaper.FlowID]Class
+	// recyclable are freed classes whose flows left for good, by parent:
+	// a new flow under the same parent takes one (a change, not a
+	// delete and a create).
+	recyclable map[uint16][]Class
+	// freedSessions are session classes emptied in this update.
+	freedSessions []Class
+	touched       map[uint64]bool
+	createSess    []Class
+	createFlows   []Class
+}
+
+// candidate is a flow to admit, with its admission rank (shaper.Admit).
+type candidate struct {
+	f    shaper.Flow
+	rank int
+}
+
+// apply replaces the given sessions' flows (an empty list: the session is
+// gone) and returns what to write.
+func (s *planState) apply(changes map[uint64][]shaper.Flow) *delta {
+	u := &update{s: s, d: &delta{}, freed: map[shaper.FlowID]Class{}, touched: map[uint64]bool{}}
+	var cands []candidate
+	for _, seid := range slices.Sorted(maps.Keys(changes)) {
+		cands = append(cands, u.replace(seid, changes[seid])...)
+	}
+	cands = append(cands, u.retries(len(cands) > 0)...)
+	u.collectRecyclable(cands)
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		if c := cmp.Compare(a.rank, b.rank); c != 0 {
+			return c
+		}
+		return shaper.CompareFlowID(a.f.ID, b.f.ID)
+	})
+	for _, c := range cands {
+		u.place(c.f)
+	}
+	u.fixSessions()
+	u.finish()
+	return u.d
+}
+
+// replace swaps one session's flows: flows that left or changed are
+// dropped, flows that are new or changed become candidates.
+func (u *update) replace(seid uint64, next []shaper.Flow) []candidate {
+	s := u.s
+	old := map[shaper.FlowID]shaper.Flow{}
+	for _, f := range s.input[seid] {
+		old[f.ID] = f
+	}
+	var cands []candidate
+	seen := map[shaper.FlowID]bool{}
+	delete(s.listedTwice, seid)
+	for _, g := range next {
+		if seen[g.ID] {
+			s.listedTwice[seid] = append(s.listedTwice[seid], shaper.Problem{Kind: shaper.DuplicateFlow, Severity: shaper.Error,
+				Flow: g.ID, Name: g.Label(), Field: "id", Detail: fmt.Sprintf("flow %s listed twice", g.ID)})
+			continue
+		}
+		seen[g.ID] = true
+		if f, was := old[g.ID]; was && f == g {
+			continue
+		}
+		cands = append(cands, candidate{f: g, rank: u.rankOf(g)})
+		u.drop(g.ID)
+	}
+	for id := range old {
+		if !seen[id] {
+			u.drop(id)
+		}
+	}
+	if len(next) == 0 {
+		delete(s.input, seid)
+	} else {
+		s.input[seid] = slices.Clone(next)
+	}
+	return cands
+}
+
+// rankOf is a changed or new flow's admission rank: kept when it holds a
+// class with the same keys and asks for no more GBR than it was given.
+func (u *update) rankOf(g shaper.Flow) int {
+	f, ok := u.s.admitted[g.ID]
+	switch {
+	case !ok:
+		return shaper.AdmitNew
+	case g.GBR > f.GBR || g.Mark != f.Mark || g.TEID != f.TEID || g.QFI != f.QFI:
+		return shaper.AdmitGrown
+	}
+	return shaper.AdmitKept
+}
+
+// retries returns the flows to admit again: waiting ones (something may
+// have made room) and, when anything moved, clamped ones (they may get
+// more), each dropped first.
+func (u *update) retries(moved bool) []candidate {
+	s := u.s
+	var out []candidate
+	for id, f := range s.waiting {
+		out = append(out, candidate{f: f, rank: shaper.AdmitNew})
+		delete(s.problems, id)
+	}
+	clear(s.waiting)
+	if !moved && len(u.freed) == 0 && len(out) == 0 {
+		return nil
+	}
+	for _, id := range slices.SortedFunc(maps.Keys(s.clamped), shaper.CompareFlowID) {
+		f := s.clamped[id]
+		out = append(out, candidate{f: f, rank: shaper.AdmitGrown})
+		u.drop(id)
+	}
+	return out
+}
+
+// drop takes a flow out of the plan: its admission, its class (kept aside
+// for reuse by the same flow in this update) and its problems.
+func (u *update) drop(id shaper.FlowID) {
+	s := u.s
+	delete(s.waiting, id)
+	delete(s.problems, id)
+	delete(s.clamped, id)
+	m, ok := s.minor[id]
+	if !ok {
+		return
+	}
+	c := s.classes[m]
+	s.ledger.Release(s.admitted[id])
+	delete(s.minor, id)
+	delete(s.admitted, id)
+	delete(s.classes, m)
+	s.linkSum -= s.linkShare(c)
+	u.freed[id] = c
+	if p, ok := s.sessionOfClass(c); ok {
+		delete(p.flows, id)
+		u.touched[c.SEID] = true
+	}
+}
+
+// sessionOfClass returns the session plan whose class is c's parent.
+func (s *planState) sessionOfClass(c Class) (*sessionPlan, bool) {
+	sp := s.sessions[c.SEID]
+	if sp == nil || sp.minor != c.Parent {
+		return nil, false
+	}
+	return sp, true
+}
+
+// place admits one candidate and gives it a class: its old one when it
+// stays under the same parent, else the lowest free minor.
+func (u *update) place(f shaper.Flow) {
+	s := u.s
+	ps, ok := shaper.CheckFlow(&f, &s.pol)
+	s.problems[f.ID] = append(s.problems[f.ID], ps...)
+	if !ok {
+		return
+	}
+	g, ps, ok := s.ledger.Admit(f)
+	s.problems[f.ID] = append(s.problems[f.ID], ps...)
+	if !ok {
+		u.wait(f)
+		return
+	}
+	parent, ambr, ok := u.parentFor(g)
+	if !ok {
+		s.ledger.Release(g)
+		u.wait(f)
+		return
+	}
+	old, had := u.freed[g.ID]
+	if !had || old.Parent != parent {
+		old, had = u.recycle(parent)
+	}
+	minor := old.Minor
+	if !had {
+		if minor, ok = s.alloc(); !ok {
+			s.ledger.Release(g)
+			s.problems[f.ID] = append(s.problems[f.ID], tooMany(&f))
+			u.wait(f)
+			return
+		}
+	}
+	c := s.flowClass(g, minor, parent, ambr)
+	s.classes[minor], s.minor[g.ID], s.admitted[g.ID] = c, minor, g
+	if g.GBR < f.GBR {
+		s.clamped[g.ID] = f
+	}
+	s.linkSum += s.linkShare(c)
+	if parent != LinkMinor {
+		s.sessions[g.ID.SEID].flows[g.ID] = true
+		u.touched[g.ID.SEID] = true
+	}
+	u.written(c, old, had)
+}
+
+// collectRecyclable sets aside the freed classes no candidate will take
+// back (their flows left for good).
+func (u *update) collectRecyclable(cands []candidate) {
+	back := make(map[shaper.FlowID]bool, len(cands))
+	for _, c := range cands {
+		back[c.f.ID] = true
+	}
+	u.recyclable = map[uint16][]Class{}
+	for _, id := range slices.SortedFunc(maps.Keys(u.freed), shaper.CompareFlowID) {
+		if c := u.freed[id]; !back[id] {
+			u.recyclable[c.Parent] = append(u.recyclable[c.Parent], c)
+		}
+	}
+}
+
+// recycle takes a freed class under parent for a new flow.
+func (u *update) recycle(parent uint16) (Class, bool) {
+	list := u.recyclable[parent]
+	for len(list) > 0 {
+		c := list[0]
+		list = list[1:]
+		u.recyclable[parent] = list
+		if _, still := u.freed[c.Flow]; still {
+			return c, true
+		}
+	}
+	return Class{}, false
+}
+
+// wait keeps a refused flow to retry when its refusal is one that may pass.
+func (u *update) wait(f shaper.Flow) {
+	for _, p := range u.s.problems[f.ID] {
+		if p.Severity == shaper.Error && retryable(p.Kind) {
+			u.s.waiting[f.ID] = f
+			return
+		}
+	}
+}
+
+func tooMany(f *shaper.Flow) shaper.Problem {
+	return shaper.Problem{Kind: shaper.TooManyFlows, Severity: shaper.Error, Flow: f.ID, Name: f.Label(), Field: "id",
+		Detail: fmt.Sprintf("no class id left (max %d classes)", MaxClasses)}
+}
+
+// written records a placed flow class in the delta: a reused class is
+// changed where it differs and rebound where its key differs; a new one is
+// created and bound.
+func (u *update) written(c, old Class, reused bool) {
+	if !reused {
+		u.createFlows = append(u.createFlows, c)
+		u.bind(c)
+		return
+	}
+	delete(u.freed, old.Flow)
+	if !sameClass(c, old) {
+		u.d.change = append(u.d.change, c)
+	}
+	if c.Key() != old.Key() {
+		u.unbind(old)
+		u.bind(c)
+	}
+}
+
+// sameClass compares what the kernel holds of two classes.
+func sameClass(a, b Class) bool {
+	return a.Parent == b.Parent && a.Rate == b.Rate && a.Ceil == b.Ceil && a.Burst == b.Burst && a.CBurst == b.CBurst &&
+		a.Quantum == b.Quantum && a.Prio == b.Prio
+}
+
+func (u *update) entry(c Class) classify.Entry {
+	return classify.Entry{ClassID: uint32(u.s.major)<<16 | uint32(c.Minor), Flow: c.Flow, Mark: c.Mark, TEID: c.TEID, QFI: c.QFI}
+}
+
+func (u *update) bind(c Class) {
+	if c.Key() != (shaper.Key{}) {
+		u.d.bind = append(u.d.bind, u.entry(c))
+	}
+}
+
+func (u *update) unbind(c Class) {
+	if c.Key() != (shaper.Key{}) {
+		u.d.unbind = append(u.d.unbind, u.entry(c))
+	}
+}
