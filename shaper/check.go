@@ -65,6 +65,10 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 		p.report(Error, BadPolicy, nil, "leaf.target", "fq_codel target %dus unsupported (only the kernel default 5ms)", pol.Leaf.TargetUs)
 		ok = false
 	}
+	if pol.Pool < 0 || pol.Pool > 65518 {
+		p.report(Error, BadPolicy, nil, "pool", "pool of %d spare classes outside 0..65518", pol.Pool)
+		ok = false
+	}
 	if pol.Classifier == "" {
 		pol.Classifier = KindAuto
 	}

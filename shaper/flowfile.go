@@ -40,6 +40,7 @@ import (
 //	  leaf: auto              # auto | fq_codel | fifo
 //	  leaf_limit: 1000
 //	  leaf_interval: 100ms
+//	  pool: 64                # spare classes kept ready (watch)
 //	flows:
 //	  - name: A               # label for output
 //	    seid: 1               # PFCP session id
@@ -92,6 +93,7 @@ type PolicyYAML struct {
 	Leaf         string `yaml:"leaf"`
 	LeafLimit    string `yaml:"leaf_limit"`
 	LeafInterval string `yaml:"leaf_interval"`
+	Pool         string `yaml:"pool"`
 }
 
 type flowYAML struct {
@@ -239,6 +241,13 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 			return err
 		}
 		pol.Leaf.Limit = uint32(v)
+	}
+	if p.Pool != "" {
+		v, err := parseUint("pool", p.Pool, 17)
+		if err != nil {
+			return err
+		}
+		pol.Pool = int(v)
 	}
 	if p.LeafInterval != "" {
 		d, err := time.ParseDuration(p.LeafInterval)

@@ -199,6 +199,11 @@ type Policy struct {
 	// Classifier is the classifier kind to use (auto, fw, bpf or gtpu);
 	// Plan reports any other kind as a policy error.
 	Classifier ClassifierKind
+	// Pool is how many spare classes a long-running backend keeps ready
+	// for new flows (0: none). A new flow then costs a class change, not a
+	// create, whose kernel cost grows with the classes present; a removed
+	// flow's class is parked as a spare while there are fewer than Pool.
+	Pool int
 }
 
 // Defaults of DefaultPolicy (the Policy fields say why).
@@ -220,6 +225,8 @@ const (
 	// MinRate is the smallest non-zero rate Plan accepts (8 bit/s: HTB
 	// stores bytes/s).
 	MinRate = 8
+	// DefaultPool is how many spare classes a backend keeps ready.
+	DefaultPool = 64
 )
 
 // DefaultPolicy returns the default policy for a link of linkRate bit/s:
@@ -243,5 +250,6 @@ func DefaultPolicy(linkRate uint64) Policy {
 		Leaf:        LeafSpec{Kind: LeafAuto, Limit: 1000, TargetUs: 5000, IntervalUs: 100000},
 		Admission:   Refuse,
 		Classifier:  KindAuto,
+		Pool:        DefaultPool,
 	}
 }

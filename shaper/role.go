@@ -14,9 +14,14 @@ const (
 	RoleSession
 	// RoleFlow is one QoS flow's leaf class.
 	RoleFlow
+	// RoleSpare is an idle leaf class kept ready under the link class, so
+	// that a new flow changes a class instead of creating one (a change
+	// costs the kernel far less than a create in a big tree). Nothing is
+	// bound to it.
+	RoleSpare
 )
 
-// String returns "link", "default", "session" or "flow".
+// String returns "link", "default", "session", "flow" or "spare".
 func (r Role) String() string {
 	switch r {
 	case RoleLink:
@@ -27,6 +32,8 @@ func (r Role) String() string {
 		return "session"
 	case RoleFlow:
 		return "flow"
+	case RoleSpare:
+		return "spare"
 	}
 	return fmt.Sprintf("role(%d)", uint8(r))
 }

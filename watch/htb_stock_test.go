@@ -70,6 +70,7 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 	if err := <-done1; err != nil {
 		t.Fatal(err)
 	}
+	_ = be1.Close() // the process exits: its background work ends too
 	_ = gc1 // left attached, as a stopped daemon leaves it
 	_ = h1
 

@@ -34,6 +34,10 @@ type Options struct {
 	// N3 names the N3 device, where the GTP-U classifier keeps the uplink
 	// (TEID, QFI) -> mark entries an N6 tree's classes are bound by.
 	N3 string
+	// OnPool, if set, is called from the background goroutine that fills
+	// the pool of spare classes (incremental mode): ready of want spares
+	// exist, after every few classes and when it stops.
+	OnPool func(dev string, ready, want int)
 }
 
 // Backend is the HTB backend (shaper.Backend) for one device. It keeps the
@@ -53,6 +57,7 @@ type Backend struct {
 	plan    *planState
 	pol     shaper.Policy
 	updated bool
+	grow    *grower
 }
 
 // Open returns the HTB backend for dev through h (kept open for the
@@ -68,7 +73,11 @@ func Open(h *netlink.Handle, closeH func(), dev string, o Options) *Backend {
 	if o.Leaf != "" {
 		ro = append(ro, WithLeaf(o.Leaf))
 	}
-	return &Backend{h: h, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}
+	b := &Backend{h: h, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}
+	if o.Incremental {
+		b.startGrower()
+	}
+	return b
 }
 
 // Name returns "htb".
@@ -114,6 +123,7 @@ func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow,
 		return rep, err
 	}
 	rep.Changes = deltaChanges(d, res.ClassifierKind)
+	b.requestSpares()
 	for _, c := range append(slices.Clone(d.create), d.change...) {
 		rep.Classes = append(rep.Classes, classState(&Tree{Major: OwnedMajor}, c))
 	}
@@ -170,6 +180,7 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	b.plan, b.pol = nil, pol
 	if st, err := newPlanState(tree, groupBySession(flows), planPol, problems); err == nil {
 		b.plan = st
+		b.requestSpares()
 	}
 	return rep, nil
 }
@@ -210,9 +221,11 @@ func (b *Backend) Resync() {
 	b.rec.Resync()
 }
 
-// Close releases the netlink handle (when the Backend was given a closer).
-// The device keeps its tree and classifier.
+// Close stops the pool's background work and releases the netlink handle
+// (when the Backend was given a closer). The device keeps its tree and
+// classifier.
 func (b *Backend) Close() error {
+	b.stopGrower()
 	if b.close != nil {
 		b.close()
 		b.close = nil

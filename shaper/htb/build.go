@@ -48,6 +48,9 @@ func (p *planner) build() *Tree {
 		linkSum += sc.Rate
 		t.Classes = append(t.Classes, sc)
 	}
+	for _, m := range p.spares {
+		t.Classes = append(t.Classes, spareClass(base, m))
+	}
 	if linkSum > link {
 		p.problems = append(p.problems, shaper.Problem{Kind: shaper.Oversubscribed, Severity: shaper.Warning, Name: "policy", Field: "link",
 			Detail: "class rates add up to " + shaper.FormatRate(linkSum) + " on a " + shaper.FormatRate(link) +

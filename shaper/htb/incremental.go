@@ -40,9 +40,11 @@ type planState struct {
 	policyPr    []shaper.Problem
 	sessions    map[uint64]*sessionPlan
 	ledger      *shaper.Ledger
-	used        [1 << 16]bool
-	lowFree     int
-	linkSum     uint64
+	// spares are the spare classes\' minors, lowest first.
+	spares  []uint16
+	used    [1 << 16]bool
+	lowFree int
+	linkSum uint64
 }
 
 // sessionPlan is one session's AMBR class and the flows under it.
@@ -92,8 +94,11 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 			s.sessions[c.SEID] = &sessionPlan{minor: c.Minor, ambr: c.Ceil, rate: c.Rate, flows: map[shaper.FlowID]bool{}}
 		case shaper.RoleFlow:
 			s.minor[c.Flow] = c.Minor
+		case shaper.RoleSpare:
+			s.spares = append(s.spares, c.Minor)
 		}
 	}
+	slices.Sort(s.spares)
 	if err := s.indexFlows(); err != nil {
 		return nil, err
 	}
@@ -184,7 +189,7 @@ func retryable(k shaper.ProblemKind) bool {
 // the flows under a session take nothing of it directly).
 func (s *planState) linkShare(c Class) uint64 {
 	switch {
-	case c.Role == shaper.RoleLink:
+	case c.Role == shaper.RoleLink, c.Role == shaper.RoleSpare:
 		return 0
 	case c.Parent == LinkMinor:
 		return c.Rate

@@ -155,11 +155,24 @@ func (u *update) changed(c Class) {
 // the creates parents first.
 func (u *update) finish() {
 	s := u.s
-	for _, id := range slices.SortedFunc(maps.Keys(u.freed), shaper.CompareFlowID) {
-		c := u.freed[id]
+	left := make([]Class, 0, len(u.freed))
+	for _, c := range u.freed {
+		left = append(left, c)
+	}
+	slices.SortFunc(left, func(a, b Class) int { return int(a.Minor) - int(b.Minor) })
+	for _, c := range left {
 		u.unbind(c)
+		if c.Parent == LinkMinor && len(s.spares) < s.pol.Pool {
+			// Parked: the next new flow changes it back.
+			sp := spareClass(s.base, c.Minor)
+			s.classes[c.Minor] = sp
+			s.spares = append(s.spares, c.Minor)
+			u.d.change = append(u.d.change, sp)
+			continue
+		}
 		u.d.del = append(u.d.del, c.Minor)
 	}
+	slices.Sort(s.spares)
 	for _, c := range u.freedSessions {
 		u.d.del = append(u.d.del, c.Minor)
 	}

@@ -26,6 +26,8 @@ func canon(t *Tree) string {
 		}
 		id := c.Role.String()
 		switch c.Role {
+		case shaper.RoleSpare:
+			continue // spares are the pool's, not the plan's decisions
 		case shaper.RoleFlow:
 			id = fmt.Sprintf("flow %s key=%v gbr=%d", c.Flow, c.Key(), c.GBR)
 		case shaper.RoleSession:
@@ -169,6 +171,11 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 		if seed%7 == 0 {
 			pol.Mode = shaper.Static
 		}
+		if seed%5 == 0 {
+			pol.Pool = 0
+		} else if seed%2 == 0 {
+			pol.Pool = 2 // a small pool fills and overflows
+		}
 		input := map[uint64][]shaper.Flow{}
 		for s := uint64(1); s <= 6; s++ {
 			if fl := randomSession(r, s); len(fl) > 0 {
@@ -203,6 +210,11 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 			}
 			if a, b := problemSet(st.allProblems()), problemSet(wantProblems); a != b {
 				t.Fatalf("%s: problems differ:\n--- incremental\n%s\n--- full\n%s", ctx, a, b)
+			}
+			// A full plan of the same flows against the new tree (a
+			// periodic resync) keeps it as it is.
+			if again, _ := Plan(flatten(input), pol, got); fmt.Sprint(modelOf(again)) != fmt.Sprint(modelOf(got)) {
+				t.Fatalf("%s: a full plan against the incremental tree changes it:\n--- incremental\n%v\n--- full\n%v", ctx, modelOf(got), modelOf(again))
 			}
 			k := modelOf(prev)
 			k.write(t, d)

@@ -188,6 +188,10 @@ func (u *update) place(f shaper.Flow) {
 	if !had || old.Parent != parent {
 		old, had = u.recycle(parent)
 	}
+	if !had && parent == LinkMinor && len(s.spares) > 0 {
+		old, had = s.classes[s.spares[0]], true // a change, not a create
+		s.spares = s.spares[1:]
+	}
 	minor := old.Minor
 	if !had {
 		if minor, ok = s.alloc(); !ok {

@@ -59,6 +59,11 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	if err := r.readBindings(ctx, link, t); err != nil {
 		return nil, err
 	}
+	for i := range t.Classes {
+		if looksSpare(t.Classes[i]) {
+			t.Classes[i].Role = shaper.RoleSpare
+		}
+	}
 	return t, nil
 }
 

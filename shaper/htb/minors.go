@@ -2,6 +2,8 @@ package htb
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/free5gc/gtpqos/shaper"
 )
@@ -9,6 +11,8 @@ import (
 // prevIndex finds a flow's class in the previous tree.
 type prevIndex struct {
 	flows *shaper.Index[Class]
+	// spares are the previous tree's spare minors, lowest first.
+	spares []uint16
 	// sessionBySEID maps SEIDs of session classes (planned trees only).
 	sessionBySEID map[uint64]Class
 	classes       map[uint16]Class
@@ -32,8 +36,11 @@ func newPrevIndex(t *Tree) *prevIndex {
 			if c.SEID != 0 {
 				ix.sessionBySEID[c.SEID] = c
 			}
+		case shaper.RoleSpare:
+			ix.spares = append(ix.spares, c.Minor)
 		}
 	}
+	slices.Sort(ix.spares)
 	return ix
 }
 
@@ -78,6 +85,8 @@ type planner struct {
 	flowMinor []uint16
 	// sessionMinor is each session's minor (0: none left).
 	sessionMinor []uint16
+	// spares are the spare minors left after the flows took theirs.
+	spares []uint16
 }
 
 // problem reports an error about flow f.
@@ -136,6 +145,11 @@ func (p *planner) assignMinors() {
 			p.had[i] = p.reserve(p.prev[i].Minor)
 		}
 	}
+	for _, m := range p.ix.spares {
+		if p.reserve(m) {
+			p.spares = append(p.spares, m)
+		}
+	}
 	p.assignSessionMinors()
 	for i := range p.adm.Flows {
 		s := p.adm.SessionOf[i]
@@ -144,6 +158,10 @@ func (p *planner) assignMinors() {
 		}
 		if p.had[i] && p.prev[i].Parent == p.parentOf(i) {
 			p.flowMinor[i] = p.prev[i].Minor // reserved above
+			continue
+		}
+		if p.parentOf(i) == LinkMinor && len(p.spares) > 0 {
+			p.flowMinor[i], p.spares = p.spares[0], p.spares[1:] // a change, not a create
 			continue
 		}
 		m, ok := p.next()
@@ -200,6 +218,23 @@ func (p *planner) assignSessionMinors() {
 		}
 		p.sessionMinor[si] = m
 	}
+}
+
+// park keeps the previous tree's flow classes under the link class that
+// no flow took (their flows left) as spares, lowest minor first, while
+// there are fewer spares than the pool asks for: the next new flow changes
+// one instead of creating a class.
+func (p *planner) park() {
+	for _, m := range slices.Sorted(maps.Keys(p.ix.classes)) {
+		if len(p.spares) >= p.pol.Pool {
+			break
+		}
+		c := p.ix.classes[m]
+		if c.Role == shaper.RoleFlow && c.Parent == LinkMinor && p.reserve(m) {
+			p.spares = append(p.spares, m)
+		}
+	}
+	slices.Sort(p.spares)
 }
 
 // parentOf returns the minor of admitted flow i's parent class.

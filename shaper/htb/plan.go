@@ -31,6 +31,7 @@ func Plan(flows []shaper.Flow, pol shaper.Policy, prev *Tree) (*Tree, []shaper.P
 	adm := shaper.Admit(flows, pol, ix.rank)
 	p := &planner{pol: pol, ix: ix, adm: &adm, problems: append(problems, adm.Problems...)}
 	p.assignMinors()
+	p.park()
 	t := p.build()
 	return t, p.problems
 }

@@ -207,7 +207,7 @@ func rank(r shaper.Role) int {
 	case shaper.RoleSession:
 		return 2
 	}
-	return 3
+	return 3 // flows and spares
 }
 
 // createAndChange creates missing classes (parents first: link, default,

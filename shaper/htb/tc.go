@@ -21,7 +21,7 @@ func (t *Tree) TCCommands(dev string) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("tc qdisc replace dev %s root handle %x: htb default %x", dev, t.Major, t.DefaultMinor)
 	order := make([]Class, 0, len(t.Classes))
-	for _, r := range []shaper.Role{shaper.RoleLink, shaper.RoleDefault, shaper.RoleSession, shaper.RoleFlow} {
+	for _, r := range []shaper.Role{shaper.RoleLink, shaper.RoleDefault, shaper.RoleSession, shaper.RoleFlow, shaper.RoleSpare} {
 		for _, c := range t.Classes {
 			if c.Role == r {
 				order = append(order, c)
@@ -87,6 +87,8 @@ func classComment(c Class) string {
 		return "default (unclassified packets)"
 	case shaper.RoleSession:
 		return fmt.Sprintf("session seid=%d AMBR", c.SEID)
+	case shaper.RoleSpare:
+		return "spare (idle, kept ready for a new flow)"
 	}
 	name := c.Name
 	if name == "" {

@@ -113,9 +113,28 @@ func (t *Tree) FlowClass(id shaper.FlowID) (Class, bool) {
 // Key is what binds the class's packets (flow classes).
 func (c Class) Key() shaper.Key { return shaper.Key{Mark: c.Mark, TEID: c.TEID, QFI: c.QFI} }
 
-// IsLeaf reports whether a class of this tree has no children (flows and
-// the default class): it holds a leaf qdisc.
-func (c Class) IsLeaf() bool { return c.Role == shaper.RoleFlow || c.Role == shaper.RoleDefault }
+// IsLeaf reports whether a class of this tree has no children (flows,
+// spares and the default class): it holds a leaf qdisc.
+func (c Class) IsLeaf() bool {
+	return c.Role == shaper.RoleFlow || c.Role == shaper.RoleDefault || c.Role == shaper.RoleSpare
+}
+
+// spareRate is a spare class's rate and ceil (bit/s): it carries nothing,
+// and the rate is high enough that its buckets fit HTB's tick counters.
+const spareRate = 8_000
+
+// spareClass is an idle class kept ready under the link class.
+func spareClass(base Class, minor uint16) Class {
+	c := base
+	c.Minor, c.Parent, c.Role, c.Rate, c.Ceil, c.Prio = minor, LinkMinor, shaper.RoleSpare, spareRate, spareRate, 7
+	return c
+}
+
+// looksSpare reports whether a class read from the kernel is a spare: a
+// leaf under the link class at the spare rate, nothing bound to it.
+func looksSpare(c Class) bool {
+	return c.Role == shaper.RoleFlow && c.Parent == LinkMinor && c.Rate == spareRate && c.Ceil == spareRate && c.Key() == (shaper.Key{})
+}
 
 // Handle formats a minor as tc does: "6771:1a".
 func (t *Tree) Handle(minor uint16) string { return fmt.Sprintf("%x:%x", t.Major, minor) }
