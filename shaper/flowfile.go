@@ -175,10 +175,20 @@ func parseUint(field, s string, bits int) (uint64, error) {
 // Apply sets pol's fields from the non-empty fields of p; an error names
 // the field at fault.
 func (p *PolicyYAML) Apply(pol *Policy) error {
-	var err error
 	if p.Backend != "" {
 		pol.Backend = p.Backend
 	}
+	for _, step := range []func(*Policy) error{p.applyKinds, p.applyRates, p.applySizes, p.applyCounts} {
+		if err := step(pol); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyKinds sets the mode, admission, classifier and leaf kinds.
+func (p *PolicyYAML) applyKinds(pol *Policy) error {
+	var err error
 	if pol.Mode, err = ParseMode(p.Mode); err != nil {
 		return fmt.Errorf("mode: %w", err)
 	}
@@ -193,6 +203,11 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 	if pol.Leaf.Kind, err = ParseLeafKind(p.Leaf); err != nil {
 		return fmt.Errorf("leaf: %w", err)
 	}
+	return nil
+}
+
+// applyRates sets the rates (bit/s).
+func (p *PolicyYAML) applyRates(pol *Policy) error {
 	rates := []struct {
 		field string
 		s     string
@@ -212,6 +227,11 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 	if p.NonGBRMin != "" && p.DefaultRate == "" {
 		pol.DefaultRate = pol.NonGBRMin
 	}
+	return nil
+}
+
+// applySizes sets the sizes (bytes) and the leaf's interval.
+func (p *PolicyYAML) applySizes(pol *Policy) error {
 	sizes := []struct {
 		field string
 		s     string
@@ -228,6 +248,18 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 		}
 		*s.dst = v
 	}
+	if p.LeafInterval != "" {
+		d, err := time.ParseDuration(p.LeafInterval)
+		if err != nil || d <= 0 || d > time.Hour {
+			return fmt.Errorf("leaf_interval: invalid duration %q (e.g. 100ms)", p.LeafInterval)
+		}
+		pol.Leaf.IntervalUs = uint32(d / time.Microsecond)
+	}
+	return nil
+}
+
+// applyCounts sets the integers: prio, the leaf's limit, the pool.
+func (p *PolicyYAML) applyCounts(pol *Policy) error {
 	if p.Prio != "" {
 		v, err := parseUint("prio", p.Prio, 3)
 		if err != nil {
@@ -248,13 +280,6 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 			return err
 		}
 		pol.Pool = int(v)
-	}
-	if p.LeafInterval != "" {
-		d, err := time.ParseDuration(p.LeafInterval)
-		if err != nil || d <= 0 || d > time.Hour {
-			return fmt.Errorf("leaf_interval: invalid duration %q (e.g. 100ms)", p.LeafInterval)
-		}
-		pol.Leaf.IntervalUs = uint32(d / time.Microsecond)
 	}
 	return nil
 }

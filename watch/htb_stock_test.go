@@ -71,7 +71,7 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = be1.Close() // the process exits: its background work ends too
-	_ = gc1 // left attached, as a stopped daemon leaves it
+	_ = gc1         // left attached, as a stopped daemon leaves it
 	_ = h1
 
 	// A new daemon with a new classifier instance adopts the classes and

@@ -27,6 +27,7 @@ func TestIntegrationBackendUpdate(t *testing.T) {
 	ctx := context.Background()
 	be := Open(l.h, nil, l.dev, Options{Incremental: true})
 	pol := shaper.DefaultPolicy(100 * mbit)
+	pol.Pool = 0 // no background writes while a second backend reads the device
 	input := map[uint64][]shaper.Flow{}
 	for s := uint64(1); s <= 20; s++ {
 		input[s] = []shaper.Flow{updateFlow(s, 1, 1, 0)}
