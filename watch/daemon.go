@@ -125,7 +125,11 @@ func (d *Daemon) lockDevices() error {
 // openBackends opens the N3 (downlink) and N6 (uplink) backends, in
 // incremental mode, sharing one GTP-U classifier on stock gtp5g.
 func (d *Daemon) openBackends() error {
-	o := backends.Options{Backend: d.cfg.Policy.Backend, Force: d.cfg.Force, Incremental: true, N3: d.cfg.N3}
+	o := backends.Options{Backend: d.cfg.Policy.Backend, Force: d.cfg.Force, Incremental: true, N3: d.cfg.N3,
+		OnPool: func(dev string, ready, want int) {
+			d.metrics.spares(dev, ready)
+			d.obs.Note(fmt.Sprintf("dev %s: %d of %d spare classes ready", dev, ready, want))
+		}}
 	if d.shared != nil { // stock gtp5g: the GTP-U classifier
 		o.Classifier, o.Shared = shaper.KindGTPU, d.shared
 	}

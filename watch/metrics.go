@@ -20,6 +20,7 @@ type Metrics struct {
 
 	flows     *prometheus.GaugeVec
 	classes   *prometheus.GaugeVec
+	spare     *prometheus.GaugeVec
 	runs      *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	changes   *prometheus.CounterVec
@@ -36,6 +37,9 @@ func NewMetrics() *Metrics {
 		Registry: prometheus.NewRegistry(),
 		flows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gtpqos_flows", Help: "QoS flows in the last plan, per device.",
+		}, []string{"dev"}),
+		spare: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gtpqos_spare_classes", Help: "Spare classes kept ready for new flows, per device (the pool's background build).",
 		}, []string{"dev"}),
 		classes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gtpqos_classes", Help: "HTB classes in the desired tree, per device.",
@@ -65,7 +69,7 @@ func NewMetrics() *Metrics {
 		}, []string{"stage"}),
 		classStat: &classCollector{},
 	}
-	m.Registry.MustRegister(m.flows, m.classes, m.runs, m.duration, m.changes,
+	m.Registry.MustRegister(m.flows, m.classes, m.spare, m.runs, m.duration, m.changes,
 		m.events, m.resyncs, m.polls, m.errors, m.classStat)
 	return m
 }
@@ -95,6 +99,13 @@ func (m *Metrics) applied(dev string, res shaper.Report, took time.Duration, err
 	m.classes.WithLabelValues(dev).Set(float64(res.ClassCount))
 	for _, c := range res.Changes {
 		m.changes.WithLabelValues(dev, c.Op, c.Object).Inc()
+	}
+}
+
+// spares records how many spare classes a device has ready.
+func (m *Metrics) spares(dev string, n int) {
+	if m != nil {
+		m.spare.WithLabelValues(dev).Set(float64(n))
 	}
 }
 

@@ -47,6 +47,9 @@ type Options struct {
 	// Shared holds what a UPF's N3 and N6 backends share (the GTP-U
 	// classifier's objects); nil: nothing shared.
 	Shared *Shared
+	// OnPool, if set, hears how far the background build of the pool of
+	// spare classes got (incremental backends): ready of want spares.
+	OnPool func(dev string, ready, want int)
 }
 
 // Shared is what the backends of one UPF share: the GTP-U classifier,
@@ -99,7 +102,7 @@ func Open(dev string, o Options) (shaper.Backend, error) {
 		closeH()
 		return nil, fmt.Errorf("device %s: %w", dev, err)
 	}
-	ho := htb.Options{Force: o.Force, Classifier: o.Classifier, Leaf: o.Leaf, Incremental: o.Incremental, N3: o.N3}
+	ho := htb.Options{Force: o.Force, Classifier: o.Classifier, Leaf: o.Leaf, Incremental: o.Incremental, N3: o.N3, OnPool: o.OnPool}
 	if o.Classifier == shaper.KindGTPU {
 		g := gtpu.New(gtpu.Options{N3: o.N3})
 		if o.Shared != nil {
