@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
@@ -422,7 +423,11 @@ func (s *subscription) receive() ([]Event, error) {
 		if closed {
 			return nil, fmt.Errorf("gtp5g receive QoS events: %w", net.ErrClosed)
 		}
-		return nil, opError("receive QoS events", err)
+		err = opError("receive QoS events", err)
+		if errors.Is(err, ErrResync) {
+			s.skipQueued()
+		}
+		return nil, err
 	}
 	evs, err := parseEvents(msgs)
 	if err != nil {
@@ -439,6 +444,38 @@ func (s *subscription) receive() ([]Event, error) {
 		s.haveSeq, s.lastSeq = true, ev.Seq
 	}
 	return evs, gapErr
+}
+
+// skipQueued reads for at most drainFor, and stops once the socket has
+// been quiet for drainIdle: a module sending events faster than they are
+// read would keep it going.
+const (
+	drainFor  = 200 * time.Millisecond
+	drainIdle = 5 * time.Millisecond
+)
+
+// skipQueued is called after an overrun. The caller dumps every rule
+// next, and that dump reflects everything queued on the socket, so the
+// queued events are read and dropped; the kernel dropped the events after
+// them, so the first event read afterwards starts a new run of sequence
+// numbers. Without this, the gap left by the lost events would be
+// reported again at the first event after the queue, for a second dump
+// the first one already covers. Best effort: a socket without read
+// deadlines (tests) keeps its queue, and only the run restarts.
+func (s *subscription) skipQueued() {
+	end := time.Now().Add(drainFor)
+	for time.Now().Before(end) {
+		if s.c.SetReadDeadline(time.Now().Add(drainIdle)) != nil {
+			break
+		}
+		if _, _, err := s.c.Receive(); err != nil && !errors.Is(err, unix.ENOBUFS) {
+			break // quiet for drainIdle, or the socket closed
+		}
+	}
+	_ = s.c.SetReadDeadline(time.Time{})
+	s.mu.Lock()
+	s.haveSeq = false
+	s.mu.Unlock()
 }
 
 // close leaves the group by closing the socket; idempotent.

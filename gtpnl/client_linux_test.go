@@ -565,13 +565,31 @@ func TestSubscribeEvents(t *testing.T) {
 	}
 }
 
+// An overrun is reported once: the events after it skip the sequence
+// numbers of those lost, and that is not a second loss.
 func TestSubscribeENOBUFS(t *testing.T) {
+	replies := []func() ([]genetlink.Message, error){
+		func() ([]genetlink.Message, error) { return []genetlink.Message{qerEvent(t, 1, 10, kqer{id: 1}, 0)}, nil },
+		func() ([]genetlink.Message, error) { return nil, os.NewSyscallError("recvmsg", unix.ENOBUFS) },
+		func() ([]genetlink.Message, error) { return []genetlink.Message{qerEvent(t, 1, 50, kqer{id: 2}, 0)}, nil },
+		func() ([]genetlink.Message, error) { return []genetlink.Message{qerEvent(t, 1, 52, kqer{id: 3}, 0)}, nil },
+	}
+	i := 0
 	_, s := testSubscription(t, context.Background(), func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
-		return nil, os.NewSyscallError("recvmsg", unix.ENOBUFS)
+		i++
+		return replies[i-1]()
 	})
-	_, err := s.Receive()
-	if !errors.Is(err, ErrResync) {
+	if _, err := s.Receive(); err != nil {
+		t.Fatalf("Receive before the overrun: %v", err)
+	}
+	if _, err := s.Receive(); !errors.Is(err, ErrResync) {
 		t.Fatalf("Receive after overrun: %v; want ErrResync", err)
+	}
+	if evs, err := s.Receive(); err != nil || len(evs) != 1 || evs[0].Seq != 50 {
+		t.Fatalf("Receive after the overrun was reported: %v, %v; want the event of seq 50 and no error", evs, err)
+	}
+	if _, err := s.Receive(); !errors.Is(err, ErrResync) {
+		t.Fatalf("Receive after a later gap: %v; want ErrResync", err)
 	}
 }
 

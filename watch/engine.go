@@ -438,6 +438,7 @@ func (e *Engine) snapshot(ctx context.Context, reason string, changed map[uint64
 		}
 		e.opt.Metrics.resync(reason)
 	}
+	e.opt.Metrics.dumped()
 	flows, err := e.opt.Source.Snapshot(ctx)
 	if err != nil {
 		e.degrade("source", err)

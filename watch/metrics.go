@@ -27,6 +27,7 @@ type Metrics struct {
 	events    *prometheus.CounterVec
 	resyncs   *prometheus.CounterVec
 	polls     prometheus.Counter
+	dumps     prometheus.Counter
 	errors    *prometheus.CounterVec
 	classStat *classCollector
 }
@@ -64,13 +65,17 @@ func NewMetrics() *Metrics {
 		polls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gtpqos_polls_total", Help: "Snapshot polls (stock gtp5g, no events).",
 		}),
+		dumps: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gtpqos_source_dumps_total",
+			Help: "Full reads of the source (gtp5g: a dump of every QER, PDR and FAR): at start, on resyncs and polls; a change event costs none.",
+		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gtpqos_errors_total", Help: "Failures, per stage (source, events, or a device name).",
 		}, []string{"stage"}),
 		classStat: &classCollector{},
 	}
 	m.Registry.MustRegister(m.flows, m.classes, m.spare, m.runs, m.duration, m.changes,
-		m.events, m.resyncs, m.polls, m.errors, m.classStat)
+		m.events, m.resyncs, m.polls, m.dumps, m.errors, m.classStat)
 	return m
 }
 
@@ -129,6 +134,12 @@ func (m *Metrics) resync(reason string) {
 func (m *Metrics) poll() {
 	if m != nil {
 		m.polls.Inc()
+	}
+}
+
+func (m *Metrics) dumped() {
+	if m != nil {
+		m.dumps.Inc()
 	}
 }
 

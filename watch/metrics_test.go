@@ -10,7 +10,7 @@ import (
 )
 
 // findMetric returns the metric of family name whose label values include
-// want.
+// want ("": the family's first metric, for one without labels).
 func findMetric(t testing.TB, m *Metrics, name, want string) (*dto.Metric, bool) {
 	t.Helper()
 	fams, err := m.Registry.Gather()
@@ -22,7 +22,7 @@ func findMetric(t testing.TB, m *Metrics, name, want string) (*dto.Metric, bool)
 			continue
 		}
 		for _, mt := range f.GetMetric() {
-			if hasLabelValue(mt, want) {
+			if want == "" || hasLabelValue(mt, want) {
 				return mt, true
 			}
 		}
@@ -75,6 +75,9 @@ func TestMetricsExposeEngineAndClassCounters(t *testing.T) {
 	}
 	if got := counterValue(t, m, "gtpqos_resyncs_total", "start"); got != 1 {
 		t.Errorf("resyncs{reason=start} = %v, want 1", got)
+	}
+	if got := counterValue(t, m, "gtpqos_source_dumps_total", ""); got != 1 {
+		t.Errorf("source dumps = %v, want 1 (the start; the change event costs none)", got)
 	}
 	if got := counterValue(t, m, "gtpqos_changes_total", "tree"); got != 2 {
 		t.Errorf("changes{object=tree} = %v, want 2 (the start and the change)", got)

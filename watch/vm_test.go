@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +142,100 @@ func TestVMWatchRealGTP5G(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("guest output lacks %q", want)
 		}
+	}
+}
+
+// eventsScenario runs `gtpqos watch` on the patched gtp5g and reads its
+// metrics: after the start's dump, adding, changing and deleting a
+// session's rules reach the classes without another dump; events lost
+// while the daemon is stopped (its subscription's buffer overflows) cost
+// exactly one dump, which brings every class in.
+const eventsScenario = `set -u
+cd "$VM_WORK"
+fail() { echo "FAIL: $*"; echo "== watch log"; cat watch.log; exit 1; }
+ip link set lo up
+ip link add n3w type veth peer name n3p
+ip link set n3w up
+ip link set n3p up
+./gogtp5g-link add upfgtp >link.log 2>&1 &
+for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1; done
+ip link set upfgtp up || fail "no gtp5g device"
+[ -e /proc/gtp5g/qos_mark ] || { echo "EVENTS-NOT-SUPPORTED"; exit 0; }
+# The subscription asks for a large buffer; the kernel caps it at
+# rmem_max when it subscribes, so that a stopped daemon misses events.
+# The cap is lifted once watch has subscribed (before its first dump):
+# tc's own dumps need the room.
+rmem=$(cat /proc/sys/net/core/rmem_max)
+echo 16384 >/proc/sys/net/core/rmem_max
+./gtpqos watch --n3 n3w --link-rate 1gbit --resync 1h --metrics-addr 127.0.0.1:9470 >watch.log 2>&1 &
+W=$!
+metric() { wget -qO- http://127.0.0.1:9470/metrics | awk -v n="$1" '$1 == n { print $2 }'; }
+for i in $(seq 200); do d=$(metric gtpqos_source_dumps_total); [ -n "$d" ] && break; sleep 0.1; done
+echo "$rmem" >/proc/sys/net/core/rmem_max
+[ "$d" = 1 ] || fail "dumps after start: '$d', want 1"
+T=./gogtp5g-tunnel
+session() { # session S GBR MBR (kbit/s): a FAR, a QER and a downlink PDR
+	$T add far upfgtp $1:1 --action 2 --hdr-creation 256 $1 10.100.0.2 2152 &&
+	$T add qer upfgtp $1:1 --gate-status 0 --qfi 2 --gbr-ul $2 --gbr-dl $2 --mbr-ul $3 --mbr-dl $3 &&
+	$T add pdr upfgtp $1:1 --pcd 100 --ue-ipv4 10.60.$(($1 / 250)).$(($1 % 250 + 1)) --far-id 1 --qer-id 1
+}
+classes() { tc class show dev n3w; }
+waitfor() { for i in $(seq 300); do n=$(classes | grep -c "$1"); [ "$n" -eq "$2" ] && return 0; sleep 0.1; done; return 1; }
+session 1 3000 4000 || fail "add session 1"
+waitfor 'rate 3Mbit ceil 4Mbit' 1 || fail "no class for session 1"
+$T mod qer upfgtp 1:1 --gate-status 0 --qfi 2 --gbr-ul 5000 --gbr-dl 5000 --mbr-ul 6000 --mbr-dl 6000 || fail "mod qer"
+waitfor 'rate 5Mbit ceil 6Mbit' 1 || fail "session 1's class did not follow its QER"
+$T delete pdr upfgtp 1:1 && $T delete qer upfgtp 1:1 && $T delete far upfgtp 1:1 || fail "delete session 1"
+waitfor 'rate 5Mbit ceil 6Mbit' 0 || fail "session 1's class not removed"
+echo "EVENTS $(metric 'gtpqos_events_total{kind="change"}') DUMPS-AFTER-CHANGES $(metric gtpqos_source_dumps_total)"
+kill -STOP $W
+for s in $(seq 2 41); do session $s 1000 2000 || fail "add session $s"; done
+kill -CONT $W
+waitfor 'rate 1Mbit ceil 2Mbit' 40 || fail "the 40 sessions added while watch was stopped did not all get classes"
+sleep 2
+l=$(metric 'gtpqos_resyncs_total{reason="lost-events"}')
+echo "DUMPS-AFTER-LOSS $(metric gtpqos_source_dumps_total) LOST ${l:-0}"
+kill -TERM $W
+wait $W
+echo "== watch log"; cat watch.log
+echo EVENTS-SCENARIO-OK
+`
+
+// TestVMWatchEventsWithoutDumps runs `gtpqos watch` on the real patched
+// gtp5g ($GTP5G_KO) and counts its dumps of gtp5g's rules: a session's
+// add, change and delete are handled from events alone, and events lost
+// to an overflowing socket cost exactly one dump. A stock module has no
+// events: the test skips with one line.
+func TestVMWatchEventsWithoutDumps(t *testing.T) {
+	ko := vm.RequireKO(t)
+	files := map[string]string{
+		"gtpqos":         vm.BuildBinary(t, "./cmd/gtpqos"),
+		"gogtp5g-link":   vm.BuildBinary(t, "github.com/free5gc/go-gtp5gnl/cmd/gogtp5g-link"),
+		"gogtp5g-tunnel": vm.BuildBinary(t, "github.com/free5gc/go-gtp5gnl/cmd/gogtp5g-tunnel"),
+	}
+	res := vm.Run(t, vm.Config{Script: eventsScenario, Files: files, KO: ko, Timeout: 8 * time.Minute})
+	out := res.Output
+	if strings.Contains(out, "EVENTS-NOT-SUPPORTED") {
+		t.Skip("GTP5G_KO is a stock gtp5g: no QoS events to follow")
+	}
+	if res.ExitCode != 0 || !strings.Contains(out, "EVENTS-SCENARIO-OK") {
+		t.Fatalf("scenario failed (exit %d); see the guest output above", res.ExitCode)
+	}
+	counts := func(re string) (a, b int) {
+		m := regexp.MustCompile(re).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("guest output lacks %q", re)
+		}
+		a, _ = strconv.Atoi(m[1])
+		b, _ = strconv.Atoi(m[2])
+		return a, b
+	}
+	events, dumps := counts(`EVENTS (\d+) DUMPS-AFTER-CHANGES (\d+)`)
+	if dumps != 1 || events < 9 {
+		t.Errorf("after a session's add, change and delete: %d dumps and %d events; want 1 dump (the start's) and at least 9 events", dumps, events)
+	}
+	dumps, lost := counts(`DUMPS-AFTER-LOSS (\d+) LOST (\d+)`)
+	if dumps != 2 || lost != 1 {
+		t.Errorf("after events were lost: %d dumps, %d lost-events resyncs; want 2 dumps (start, one for the loss) and 1 resync", dumps, lost)
 	}
 }
