@@ -569,10 +569,16 @@ func TestSubscribeEvents(t *testing.T) {
 // numbers of those lost, and that is not a second loss.
 func TestSubscribeENOBUFS(t *testing.T) {
 	replies := []func() ([]genetlink.Message, error){
-		func() ([]genetlink.Message, error) { return []genetlink.Message{qerEvent(t, 1, 10, kqer{id: 1}, 0)}, nil },
+		func() ([]genetlink.Message, error) {
+			return []genetlink.Message{qerEvent(t, 1, 10, kqer{id: 1}, 0)}, nil
+		},
 		func() ([]genetlink.Message, error) { return nil, os.NewSyscallError("recvmsg", unix.ENOBUFS) },
-		func() ([]genetlink.Message, error) { return []genetlink.Message{qerEvent(t, 1, 50, kqer{id: 2}, 0)}, nil },
-		func() ([]genetlink.Message, error) { return []genetlink.Message{qerEvent(t, 1, 52, kqer{id: 3}, 0)}, nil },
+		func() ([]genetlink.Message, error) {
+			return []genetlink.Message{qerEvent(t, 1, 50, kqer{id: 2}, 0)}, nil
+		},
+		func() ([]genetlink.Message, error) {
+			return []genetlink.Message{qerEvent(t, 1, 52, kqer{id: 3}, 0)}, nil
+		},
 	}
 	i := 0
 	_, s := testSubscription(t, context.Background(), func(genetlink.Message, netlink.Message) ([]genetlink.Message, error) {
