@@ -106,6 +106,24 @@ func TestPlanBadInput(t *testing.T) {
 	}
 }
 
+// Extra positional arguments used to be ignored: "apply -f a.yaml b.yaml"
+// applied a.yaml alone. They are usage errors (exit 2, one line), found
+// before any device is opened.
+func TestExtraArgumentsAreUsageErrors(t *testing.T) {
+	f := examples + "seed-aware.yaml"
+	for _, args := range [][]string{
+		{"apply", "-f", f, "--dev", "nosuchdev0", "examples/seed-static.yaml"},
+		{"plan", "-f", f, "extra"},
+		{"verify", "--dev", "nosuchdev0", "extra"},
+	} {
+		rc, _, errs := runIn(t, nil, args...)
+		if rc != 2 {
+			t.Errorf("%v: rc %d, want 2 (usage)", args, rc)
+		}
+		oneLine(t, strings.Join(args, " "), errs, "unexpected argument")
+	}
+}
+
 var directPkts = regexp.MustCompile(`direct_packets_stat \d+ `)
 
 func TestIntegrationCLI(t *testing.T) {

@@ -35,6 +35,9 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return usagef("%v", err)
 	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
 	if *dev == "" {
 		return usagef("--dev IF is required")
 	}
