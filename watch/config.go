@@ -11,6 +11,7 @@ import (
 
 	"github.com/free5gc/gtpqos/internal/yamlerr"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 )
 
 // Config is the daemon's configuration: the YAML file given with --config
@@ -80,7 +81,7 @@ func DefaultConfig() Config {
 		MarkMode:    "flow",
 		Classifier:  "auto",
 		MetricsAddr: "127.0.0.1:9477",
-		LockDir:     DefaultLockDir,
+		LockDir:     devlock.DefaultDir,
 		LogLevel:    "info",
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
@@ -47,6 +48,17 @@ type Options struct {
 	// Shared holds what a UPF's N3 and N6 backends share (the GTP-U
 	// classifier's objects); nil: nothing shared.
 	Shared *Shared
+	// Writer, when set, names the command that will write the device's
+	// QoS state ("apply", "reset", "watch", "ab"): Open then takes the
+	// device's lock (package devlock) in LockDir (default
+	// devlock.DefaultDir), failing at once with a *devlock.HeldError when
+	// another writer holds it, and the Backend's Close releases it.
+	// Readers (status, verify, plan) leave it empty.
+	Writer string
+	// WriterRole is the device's role for a watch ("n3", "n6"), recorded
+	// in the lock so that `gtpqos status` finds a running watch's devices.
+	WriterRole string
+	LockDir    string
 }
 
 // Shared is what the backends of one UPF share: the GTP-U classifier,
@@ -98,6 +110,19 @@ func Open(dev string, o Options) (shaper.Backend, error) {
 	if _, err := h.LinkByName(dev); err != nil {
 		closeH()
 		return nil, fmt.Errorf("device %s: %w", dev, err)
+	}
+	if o.Writer != "" {
+		dir := o.LockDir
+		if dir == "" {
+			dir = devlock.DefaultDir
+		}
+		lk, err := devlock.Acquire(dir, dev, devlock.Holder{Command: o.Writer, Role: o.WriterRole})
+		if err != nil {
+			closeH()
+			return nil, err
+		}
+		closeHandle := closeH
+		closeH = func() { closeHandle(); _ = lk.Release() }
 	}
 	ho := htb.Options{Force: o.Force, Classifier: o.Classifier, Leaf: o.Leaf, Incremental: o.Incremental, N3: o.N3}
 	if o.Classifier == shaper.KindGTPU {
