@@ -72,6 +72,12 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
+	// A classifier or leaf the kernel lacks is refused now, not at the
+	// first reconcile.
+	if err := d.precheck(dlPol, ulPol); err != nil {
+		d.Close()
+		return nil, err
+	}
 	markMode := gtpnl.MarkOff
 	if patched {
 		line, mode, err := ensureMarkMode(gc, cfg.MarkMode, feats)
@@ -117,6 +123,21 @@ func (d *Daemon) openBackends() error {
 		o.Direction, o.WriterRole = shaper.Uplink, "n6"
 		if d.ul, err = backends.Open(d.cfg.N6, o); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// precheck asks each backend whether the kernel can enforce its policy.
+func (d *Daemon) precheck(dl, ul shaper.Policy) error {
+	for _, c := range []struct {
+		be  shaper.Backend
+		pol shaper.Policy
+	}{{d.dl, dl}, {d.ul, ul}} {
+		if pc, ok := c.be.(shaper.Prechecker); ok && c.be != nil {
+			if err := pc.Precheck(context.Background(), c.pol); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -101,7 +101,12 @@ func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, re
 		return r.leafAuto
 	}
 	q := fq.want(link, desired, desired.DefaultMinor)
-	if err := r.do(func() error { return r.h.QdiscReplace(q) }); err != nil {
+	// A kernel known to lack fq_codel is not asked again on this device.
+	err := probedFeatures().fqCodel
+	if err == nil {
+		err = r.do(func() error { return r.h.QdiscReplace(q) })
+	}
+	if err != nil {
 		r.leafAuto = shaper.LeafFIFO
 		res.Notes = append(res.Notes, fmt.Sprintf("fq_codel not available in this kernel (%v): leaves use FIFO (HTB's built-in pfifo, limit = txqueuelen)", err))
 		return r.leafAuto

@@ -62,6 +62,10 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 	if err := r.checkKind(desired); err != nil {
 		return nil, err
 	}
+	// So must a classifier or leaf the kernel lacks.
+	if err := r.checkKernel(r.requestedKind(desired.Classifier), r.requestedLeaf(desired.Leaf.Kind)); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
