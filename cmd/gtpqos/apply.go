@@ -71,7 +71,7 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	log := logrus.WithField("dev", *dev)
 	for _, p := range rep.Problems {
 		if p.Severity == shaper.Warning {
-			log.WithField("flow", p.Name).Warn(p.Error())
+			log.Warn(p.Error())
 		}
 	}
 	if err != nil {

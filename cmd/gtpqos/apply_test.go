@@ -106,6 +106,24 @@ func TestPlanBadInput(t *testing.T) {
 	}
 }
 
+// A flow without a mark gets a class no mark classifier can reach: plan
+// warns (exit 0), naming the flow and saying its GBR stays reserved.
+func TestPlanWarnsUnreachableFlow(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "nomark.yaml")
+	body := "link: 30mbit\nflows:\n  - {name: A, qer: 1, gbr: 5mbit, mark: 2}\n  - {name: N, qer: 2, gbr: 3mbit}\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc, out, errs := runIn(t, nil, "plan", "-f", p)
+	if rc != 0 {
+		t.Fatalf("plan: rc %d, stderr %q", rc, errs)
+	}
+	want := "# problem: flow N (seid=0 qer=2): mark: no mark: classifier auto binds by mark and cannot steer its packets into class 6771:11"
+	if !strings.Contains(out, want) || !strings.Contains(out, "GBR 3mbit stays reserved") || strings.Contains(out, "flow A (") {
+		t.Errorf("plan output lacks the warning %q:\n%s", want, out)
+	}
+}
+
 // Extra positional arguments used to be ignored: "apply -f a.yaml b.yaml"
 // applied a.yaml alone. They are usage errors (exit 2, one line), found
 // before any device is opened.

@@ -165,6 +165,11 @@ func Plan(flows []shaper.Flow, pol shaper.Policy) (Planned, error) {
 	p := Planned{Problems: probs, Classifier: pol.Classifier}
 	if t != nil {
 		p.Classifier, p.render = t.Classifier, t.TCCommands
+		c := htb.ClassifierFor(t.Classifier)
+		if t.Classifier == shaper.KindGTPU {
+			c = gtpu.New(gtpu.Options{}).Downlink()
+		}
+		p.Problems = append(p.Problems, htb.UnreachableProblems(t, c)...)
 	}
 	return p, nil
 }

@@ -109,6 +109,16 @@ type Prober interface {
 	Probe(ctx context.Context, env Env) error
 }
 
+// KeyNeeder is implemented by classifiers that can tell, before any
+// write, whether an entry carries the key they bind by. Sync skips an
+// entry without it (its packets reach the default class); a backend warns
+// about it up front.
+type KeyNeeder interface {
+	// MissingKey returns the field the entry lacks ("mark", "teid"), or
+	// "" when the classifier can bind it.
+	MissingKey(e Entry) string
+}
+
 // DeltaSyncer is implemented by classifiers that can move their entries
 // from one table to the next without reading the kernel back. A backend in
 // incremental mode uses it between full runs; a classifier without it gets

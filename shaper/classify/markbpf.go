@@ -61,6 +61,9 @@ func (c *MarkBPF) Kind() shaper.ClassifierKind { return shaper.KindBPF }
 
 func (c *MarkBPF) TakeWrites() int { n := c.writes; c.writes = 0; return n }
 
+// MissingKey implements KeyNeeder: the program looks the mark up.
+func (c *MarkBPF) MissingKey(e Entry) string { return missingMark(e) }
+
 // markProgram returns the classifier's instructions for map fd.
 func markProgram(mapFD int) asm.Instructions {
 	return asm.Instructions{

@@ -90,7 +90,7 @@ func (b *Backend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		prev = actual // nil when the device has no tree yet
 	}
 	tree, problems := Plan(flows, b.policy(pol), prev)
-	rep.Problems = problems
+	rep.Problems = append(problems, b.warnings(tree)...)
 	if p, bad := shaper.FirstError(problems); bad && (tree == nil || opt.Strict) {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, p)
 	}

@@ -77,3 +77,7 @@ func (d downlink) Remove(ctx context.Context, env classify.Env) error {
 	defer d.c.mu.Unlock()
 	return d.c.detach(env, env.Link, Egress, "gtpu-egress")
 }
+
+// MissingKey implements classify.KeyNeeder: downlink packets are bound by
+// (TEID, QFI) (by QFI alone in QFI-only mode).
+func (d downlink) MissingKey(e classify.Entry) string { return d.c.missingTEID(e) }
