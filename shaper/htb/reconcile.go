@@ -186,11 +186,14 @@ func (u *run) recreateMoved() error {
 			}
 		}
 	}
-	// Unbind the moved flows first, then delete them children first.
+	// Unbind the moved flows first, then delete them children first. The
+	// table binds only classes that exist and stay: a new flow's class
+	// does not exist yet, and binding it now would send its packets to the
+	// default class until step 3 creates it (the final sync binds it).
 	keep := *u.desired
 	keep.Classes = make([]Class, 0, len(u.desired.Classes))
 	for _, c := range u.desired.Classes {
-		if !moved[c.Minor] {
+		if _, exists := actual[c.Minor]; exists && !moved[c.Minor] {
 			keep.Classes = append(keep.Classes, c)
 		}
 	}
