@@ -119,6 +119,14 @@ type KeyNeeder interface {
 	MissingKey(e Entry) string
 }
 
+// FilterOwner is implemented by classifiers that install tc filters
+// under the root qdisc: Owns says whether a filter read from the kernel is
+// one of theirs. Every other filter under the root is foreign, and the
+// backend removes it (everything under gtpqos's root is gtpqos's).
+type FilterOwner interface {
+	Owns(f netlink.Filter) bool
+}
+
 // DeltaSyncer is implemented by classifiers that can move their entries
 // from one table to the next without reading the kernel back. A backend in
 // incremental mode uses it between full runs; a classifier without it gets

@@ -36,6 +36,13 @@ func (c *Fw) Kind() shaper.ClassifierKind { return shaper.KindFw }
 
 func (c *Fw) TakeWrites() int { n := c.writes; c.writes = 0; return n }
 
+// Owns implements FilterOwner: the fw filters at FwPrio for every
+// protocol.
+func (c *Fw) Owns(f netlink.Filter) bool {
+	_, ok := f.(*netlink.FwFilter)
+	return ok && f.Attrs().Priority == FwPrio && f.Attrs().Protocol == unix.ETH_P_ALL
+}
+
 // MissingKey implements KeyNeeder: fw binds by mark.
 func (c *Fw) MissingKey(e Entry) string { return missingMark(e) }
 

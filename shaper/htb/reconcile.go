@@ -103,6 +103,11 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 // steps makes the device match desired, in the order that never points a
 // packet at a class that does not exist.
 func (u *run) steps() error {
+	if !u.res.Incremental {
+		if err := u.removeForeignFilters(); err != nil {
+			return err
+		}
+	}
 	if err := u.recreateMoved(); err != nil {
 		return err
 	}
