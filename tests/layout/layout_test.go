@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -106,4 +107,45 @@ func generated(path string) bool {
 	}
 	head := string(b[:min(len(b), 512)])
 	return strings.Contains(head, "Code generated") && strings.Contains(head, "DO NOT EDIT")
+}
+
+// issueRef matches a reference to a tracker issue: the word issue (or
+// issues) followed by a number, with or without "#".
+var issueRef = regexp.MustCompile(`(?i)\bissues?\s*#?[0-9]+`)
+
+// TestNoIssueNumbers fails where code, comments, output strings or docs
+// name a tracker issue: users do not know our issue numbers, and the
+// repository cites only what is in it. It reads the repository's text
+// files (.go, .md, .yaml, shell, Makefile, unit files).
+func TestNoIssueNumbers(t *testing.T) {
+	top := root(t)
+	exts := map[string]bool{".go": true, ".md": true, ".yaml": true, ".yml": true, ".sh": true, ".service": true, ".c": true, ".h": true}
+	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "out" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !exts[filepath.Ext(path)] && d.Name() != "Makefile" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := issueRef.FindString(line); m != "" {
+				rel, _ := filepath.Rel(top, path)
+				t.Errorf("%s:%d: %q names a tracker issue: say what is meant instead", rel, i+1, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
