@@ -154,11 +154,16 @@ func Acquire(dir, dev string, h Holder) (*Lock, error) {
 			return nil, fmt.Errorf("lock for device %s: %w", dev, err)
 		}
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			f.Close()
-			if errors.Is(err, unix.EWOULDBLOCK) {
-				return nil, &HeldError{Dev: dev, Path: path, By: holderOf(path)}
+			if !errors.Is(err, unix.EWOULDBLOCK) {
+				f.Close()
+				return nil, fmt.Errorf("lock %s for device %s: %w", path, dev, err)
 			}
-			return nil, fmt.Errorf("lock %s for device %s: %w", path, dev, err)
+			by, gone := holderOf(f, path)
+			f.Close()
+			if gone {
+				continue // the holder let go meanwhile: try again
+			}
+			return nil, &HeldError{Dev: dev, Path: path, By: by}
 		}
 		if !sameFile(f, path) {
 			f.Close()
@@ -198,25 +203,28 @@ func sameFile(f *os.File, path string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
-// holderOf tells who holds the lock on path: the record in the file,
-// checked against the kernel's list of locks where it can be read (a
-// record is written just after the lock is taken, so it is read again a
-// few times before it is given up on).
-func holderOf(path string) Holder {
-	var h Holder
+// holderOf tells who holds the lock on f (open on path): the record the
+// holder wrote in the file, read through f so that it can be read even if
+// the holder lets go meanwhile (the record is written just after the lock
+// is taken, so it is read again a few times before it is given up on).
+// gone is true when the holder let go (the file was removed): the caller
+// tries again. Without a record, /proc/locks gives the holder's pid.
+func holderOf(f *os.File, path string) (h Holder, gone bool) {
+	buf := make([]byte, 512)
 	for try := 0; try < 20; try++ {
-		pid := lockPID(path)
-		b, err := os.ReadFile(path)
-		rec, ok := parseRecord(b)
-		if err == nil && ok && (pid == 0 || pid == rec.PID) {
-			return rec
+		n, _ := f.ReadAt(buf, 0)
+		if rec, ok := parseRecord(buf[:n]); ok {
+			return rec, false
 		}
-		if pid != 0 {
-			h = Holder{PID: pid, Command: commandOf(pid)}
+		if !sameFile(f, path) {
+			return Holder{}, true
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return h
+	if pid := lockPID(path); pid != 0 {
+		return Holder{PID: pid, Command: commandOf(pid)}, false
+	}
+	return Holder{}, false
 }
 
 // lockPID returns the pid that holds a flock on path according to
