@@ -149,3 +149,52 @@ func TestNoIssueNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRouteNetlinkOnly fails where product code opens a netlink handle
+// without naming its families: netlink.NewHandle() and NewHandleAt(ns)
+// also open xfrm and netfilter sockets, which fail where those modules
+// cannot load (minimal VMs, containers); gtpqos needs route netlink only.
+func TestRouteNetlinkOnly(t *testing.T) {
+	top := root(t)
+	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(top, path)
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") || rel == "tests" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "netlink" {
+				return true
+			}
+			if (sel.Sel.Name == "NewHandle" && len(call.Args) == 0) || (sel.Sel.Name == "NewHandleAt" && len(call.Args) == 1) {
+				t.Errorf("%s:%d: netlink.%s without families: pass unix.NETLINK_ROUTE", rel, fset.Position(call.Pos()).Line, sel.Sel.Name)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
