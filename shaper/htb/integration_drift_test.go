@@ -42,7 +42,7 @@ func (l *lab) canonical(t testing.TB) string {
 	return d + "bindings (" + string(tr.classifierOrNone()) + "):\n" + strings.Join(b, "\n")
 }
 
-var bpfID = regexp.MustCompile(`id \d+`)
+var bpfID = regexp.MustCompile(`\bid \d+`)
 
 func (t *Tree) classifierOrNone() shaper.ClassifierKind {
 	if t == nil || t.Classifier == "" {
@@ -114,7 +114,7 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 			verify: "foreign u32 filter at prio 5 under 6771:0"},
 		{name: "foreign filter on the link class", inject: tc("filter", "add", "parent", "6771:1", "prio", "3", "protocol", "ip", "u32", "match", "u32", "0", "0", "flowid", "6771:12"),
 			verify: "foreign u32 filter at prio 3 under 6771:1"},
-		{name: "foreign leaf qdisc kind", inject: tc("qdisc", "replace", "parent", "6771:11", "handle", "11:", "tbf", "rate", "1mbit", "burst", "10k", "latency", "50ms")},
+		{name: "foreign leaf qdisc kind", inject: tc("qdisc", "replace", "parent", "6771:11", "handle", "99:", "bfifo", "limit", "5000")},
 		{name: "leaf qdisc of the right kind, other parameters", inject: leafDrift},
 		{name: "classifier entry removed", inject: func(t *testing.T) {
 			l.rebind(t, func(tb *classify.Table) { tb.Entries = tb.Entries[1:] })

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 
@@ -13,7 +14,14 @@ import (
 // classes and filters.
 func (l *lab) dump(t testing.TB) string {
 	t.Helper()
-	return l.qdiscs(t) + l.ns.Run(t, "tc", "class", "show", "dev", l.dev) + l.ns.Run(t, "tc", "filter", "show", "dev", l.dev)
+	var classes []string
+	for _, c := range strings.Split(l.ns.Run(t, "tc", "class", "show", "dev", l.dev), "\n") {
+		if strings.HasPrefix(c, "class htb ") { // fq_codel lists its active flows as classes
+			classes = append(classes, c)
+		}
+	}
+	sort.Strings(classes)
+	return l.qdiscs(t) + strings.Join(classes, "\n") + "\n" + l.ns.Run(t, "tc", "filter", "show", "dev", l.dev)
 }
 
 // tcHas says, with tc on the lab's peer device (never the shaped one),

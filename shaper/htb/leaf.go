@@ -162,7 +162,7 @@ func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, re
 		res.Notes = append(res.Notes, fmt.Sprintf("fq_codel not available in this kernel (%v): leaves use FIFO (HTB's built-in pfifo, limit = txqueuelen)", err))
 		return r.leafAuto
 	}
-	st.byParent[defID] = q
+	st.byParent[defID] = asKernel(desired, q)
 	res.Leaves = append(res.Leaves, desired.DefaultMinor)
 	r.leafAuto = shaper.LeafFQCodel
 	return r.leafAuto
@@ -200,7 +200,7 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 			if err := r.do(func() error { return r.h.QdiscReplace(nq) }); err != nil {
 				return fmt.Errorf("dev %s: leaf %s under class %s: %w", r.dev, kind, desired.Handle(c.Minor), err)
 			}
-			st.byParent[id] = nq
+			st.byParent[id] = asKernel(desired, nq)
 		} else {
 			// Deleting the leaf makes HTB graft its default pfifo.
 			if err := r.do(func() error { return r.h.QdiscDel(cur) }); err != nil {
@@ -211,6 +211,28 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 		res.Leaves = append(res.Leaves, c.Minor)
 	}
 	return nil
+}
+
+// asKernel returns the qdisc q as the kernel reports it once written:
+// the parameters netlink does not send hold the kernel's defaults, so a
+// leaf remembered after a write (incremental mode) compares equal to the
+// same leaf read back.
+func asKernel(t *Tree, q netlink.Qdisc) netlink.Qdisc {
+	fq, ok := q.(*netlink.FqCodel)
+	if !ok {
+		return q
+	}
+	c := *fq
+	if c.Target == 0 {
+		c.Target = t.Leaf.TargetUs
+		if c.Target == 0 {
+			c.Target = fqCodelTargetUs
+		}
+	}
+	if c.Flows == 0 {
+		c.Flows = fqCodelFlows
+	}
+	return &c
 }
 
 // readLeaf returns the leaf spec of the qdisc q found under a leaf class
