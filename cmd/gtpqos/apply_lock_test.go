@@ -1,9 +1,6 @@
 package main
 
 import (
-	"runtime"
-
-	"github.com/vishvananda/netns"
 	"strings"
 	"testing"
 
@@ -40,22 +37,11 @@ func TestIntegrationApplyRefusesWatchedDevice(t *testing.T) {
 // and so lock files, are per network namespace).
 func lockIn(t *testing.T, ns *testenv.NetNS, dir, dev string, holder devlock.Holder) *devlock.Lock {
 	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
+	var lk *devlock.Lock
+	var err error
+	ns.Do(t, func() { lk, err = devlock.Acquire(dir, dev, holder) })
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer orig.Close()
-	if err := netns.Set(ns.Handle); err != nil {
-		t.Fatal(err)
-	}
-	lk, lerr := devlock.Acquire(dir, dev, holder)
-	if err := netns.Set(orig); err != nil {
-		t.Fatal(err)
-	}
-	if lerr != nil {
-		t.Fatal(lerr)
 	}
 	return lk
 }

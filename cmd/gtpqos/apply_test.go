@@ -5,11 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/vishvananda/netns"
 
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
@@ -20,23 +17,11 @@ const examples = "../../examples/"
 func runIn(t *testing.T, ns *testenv.NetNS, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
+	rc := 0
 	if ns == nil {
-		rc := run(args, &out, &errb)
-		return rc, out.String(), errb.String()
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	if err := netns.Set(ns.Handle); err != nil {
-		t.Fatal(err)
-	}
-	rc := run(args, &out, &errb)
-	if err := netns.Set(orig); err != nil {
-		t.Fatal(err)
+		rc = run(args, &out, &errb)
+	} else {
+		ns.Do(t, func() { rc = run(args, &out, &errb) })
 	}
 	return rc, out.String(), errb.String()
 }

@@ -5,13 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netns"
 
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
@@ -160,26 +157,13 @@ func TestLocksArePerNetworkNamespace(t *testing.T) {
 	defer here.Release()
 	var there *Lock
 	var inNS []Holder
-	func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer orig.Close()
-		if err := netns.Set(ns.Handle); err != nil {
-			t.Fatal(err)
-		}
+	ns.Do(t, func() {
 		there, err = Acquire(dir, "v0", Holder{Command: "apply"})
 		inNS = Held(dir)
-		if serr := netns.Set(orig); serr != nil {
-			t.Fatal(serr)
-		}
-		if err != nil {
-			t.Fatalf("v0 in another namespace refused while this namespace's v0 is locked: %v", err)
-		}
-	}()
+	})
+	if err != nil {
+		t.Fatalf("v0 in another namespace refused while this namespace's v0 is locked: %v", err)
+	}
 	defer there.Release()
 	if here.Path() == there.Path() || !strings.Contains(there.Path(), "@netns") {
 		t.Errorf("lock files %s and %s, want one per namespace", here.Path(), there.Path())

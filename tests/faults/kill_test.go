@@ -17,6 +17,13 @@ const (
 // killed records how many kills landed while the writer still ran.
 type killed struct{ inside, tries int }
 
+func (k *killed) count(inside bool) {
+	k.tries++
+	if inside {
+		k.inside++
+	}
+}
+
 func (k *killed) check(t *testing.T, what string) {
 	t.Helper()
 	t.Logf("%s: %d of %d kills landed inside the run", what, k.inside, k.tries)
@@ -46,10 +53,7 @@ func TestFaultKillApplyDuringBuild(t *testing.T) {
 		r := e.start(e.applyArgs(build)...)
 		d := e.jitter(window)
 		time.Sleep(d)
-		k.tries++
-		if r.kill() {
-			k.inside++
-		}
+		k.count(r.kill())
 		if v := e.sample().violation(); v != "" {
 			unshaped = append(unshaped, "right after a kill at "+d.String()+": "+v)
 		}
@@ -76,6 +80,47 @@ func TestFaultKillApplyDuringBuild(t *testing.T) {
 	})
 }
 
+// updateRound is one round on a device holding build's tree, made
+// without traffic (a fresh build is the build test's): with traffic flowing
+// and the device sampled, it starts a writer, kills it after a random delay
+// in window, samples right after, and runs rerun to completion. It returns
+// the delay, whether the kill landed inside the run, and every sampled
+// moment that broke the contract.
+func (e *env) updateRound(build string, marks []uint32, window time.Duration, start func() *run, rerun func()) (time.Duration, bool, []string) {
+	e.t.Helper()
+	e.reset()
+	e.apply(build)
+	if v := e.sample().violation(); v != "" {
+		e.t.Fatalf("after a clean build without traffic: %s", v)
+	}
+	stopTraffic := e.traffic(marks)
+	stopSampling := e.sampler()
+	r := start()
+	d := e.jitter(window)
+	time.Sleep(d)
+	inside := r.kill()
+	after := e.sample().violation()
+	rerun()
+	unshaped := stopSampling()
+	stopTraffic()
+	if after != "" {
+		unshaped = append(unshaped, "right after the kill: "+after)
+	}
+	return d, inside, unshaped
+}
+
+// checkRound fails the test on a round that broke the contract or did not
+// converge to want.
+func (e *env) checkRound(i int, d time.Duration, unshaped []string, want string) {
+	e.t.Helper()
+	if len(unshaped) > 0 {
+		e.t.Errorf("round %d (kill at %s): %d sampled moments broke the contract, e.g. %s", i, d, len(unshaped), unshaped[0])
+	}
+	if got := e.canonical(); got != want {
+		e.t.Fatalf("round %d (kill at %s): the rerun's tree differs from a clean run's:\n%s\nclean:\n%s", i, d, got, want)
+	}
+}
+
 // `gtpqos apply` killed at a random point of an update (flows leave,
 // arrive, change rates, come under a session AMBR) on a device that holds
 // a tree, then run again, converges to the tree a clean update makes; no
@@ -90,33 +135,10 @@ func TestFaultKillApplyDuringUpdate(t *testing.T) {
 	window := e.timed(build, update) * 12 / 10
 	var k killed
 	for i := 0; i < killRounds; i++ {
-		e.reset()
-		e.apply(build) // without traffic: the build itself is the other test's
-		if v := e.sample().violation(); v != "" {
-			t.Fatalf("round %d: after a clean build without traffic: %s", i, v)
-		}
-		stopTraffic := e.traffic(marksOf(flows)[:8])
-		stopSampling := e.sampler()
-		r := e.start(e.applyArgs(update)...)
-		d := e.jitter(window)
-		time.Sleep(d)
-		k.tries++
-		if r.kill() {
-			k.inside++
-		}
-		after := e.sample().violation()
-		e.apply(update)
-		unshaped := stopSampling()
-		stopTraffic()
-		if after != "" {
-			unshaped = append(unshaped, "right after the kill: "+after)
-		}
-		if len(unshaped) > 0 {
-			t.Errorf("round %d (kill at %s): %d sampled moments broke the contract, e.g. %s", i, d, len(unshaped), unshaped[0])
-		}
-		if got := e.canonical(); got != want {
-			t.Fatalf("round %d (kill at %s): the rerun's tree differs from a clean update's:\n%s\nclean:\n%s", i, d, got, want)
-		}
+		d, inside, unshaped := e.updateRound(build, marksOf(flows)[:8], window,
+			func() *run { return e.start(e.applyArgs(update)...) }, func() { e.apply(update) })
+		k.count(inside)
+		e.checkRound(i, d, unshaped, want)
 	}
 	k.check(t, "update")
 }
@@ -141,32 +163,15 @@ func TestFaultKillWatchWriter(t *testing.T) {
 	window := time.Since(start) * 12 / 10
 	var k killed
 	for i := 0; i < killRounds; i++ {
-		e.reset()
-		e.apply(build)
-		stopTraffic := e.traffic(marksOf(flows)[:8])
-		stopSampling := e.sampler()
-		r := e.startWriter(update, build, update)
-		d := e.jitter(window)
-		time.Sleep(d)
-		k.tries++
-		if r.kill() {
-			k.inside++
-		}
-		after := e.sample().violation()
-		if rc := e.startWriter(update).wait(); rc != 0 {
-			t.Fatalf("round %d: restarted writer: rc %d", i, rc)
-		}
-		unshaped := stopSampling()
-		stopTraffic()
-		if after != "" {
-			unshaped = append(unshaped, "right after the kill: "+after)
-		}
-		if len(unshaped) > 0 {
-			t.Errorf("round %d (kill at %s): %d sampled moments broke the contract, e.g. %s", i, d, len(unshaped), unshaped[0])
-		}
-		if got := e.canonical(); got != want {
-			t.Fatalf("round %d (kill at %s): the restarted writer's tree differs from a clean run's:\n%s\nclean:\n%s", i, d, got, want)
-		}
+		d, inside, unshaped := e.updateRound(build, marksOf(flows)[:8], window,
+			func() *run { return e.startWriter(update, build, update) },
+			func() {
+				if r := e.startWriter(update); r.wait() != 0 {
+					t.Fatalf("round %d: restarted writer: %s", i, r.stderr.String())
+				}
+			})
+		k.count(inside)
+		e.checkRound(i, d, unshaped, want)
 	}
 	k.check(t, "watch writer")
 }

@@ -59,9 +59,10 @@ func TestModelHasNoKernelImports(t *testing.T) {
 // maxFuncLines is the longest a product function may be.
 const maxFuncLines = 80
 
-// TestFunctionLength fails for product functions longer than maxFuncLines
-// (tests, generated code and the tests/ tree are exempt).
-func TestFunctionLength(t *testing.T) {
+// eachProductFile parses every product Go file (tests, generated code and
+// the tests/ tree left out) and calls f with its path from the top.
+func eachProductFile(t *testing.T, f func(rel string, fset *token.FileSet, file *ast.File)) {
+	t.Helper()
 	top := root(t)
 	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -78,10 +79,22 @@ func TestFunctionLength(t *testing.T) {
 			return nil
 		}
 		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, 0)
+		file, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			return err
 		}
+		f(rel, fset, file)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFunctionLength fails for product functions longer than maxFuncLines
+// (tests, generated code and the tests/ tree are exempt).
+func TestFunctionLength(t *testing.T) {
+	eachProductFile(t, func(rel string, fset *token.FileSet, f *ast.File) {
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
@@ -92,11 +105,7 @@ func TestFunctionLength(t *testing.T) {
 				t.Errorf("%s: func %s is %d lines (max %d): split it along its steps", rel, fn.Name.Name, n, maxFuncLines)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // generated reports whether a Go file says it is generated.
@@ -155,26 +164,7 @@ func TestNoIssueNumbers(t *testing.T) {
 // also open xfrm and netfilter sockets, which fail where those modules
 // cannot load (minimal VMs, containers); gtpqos needs route netlink only.
 func TestRouteNetlinkOnly(t *testing.T) {
-	top := root(t)
-	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(top, path)
-		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") || rel == "tests" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachProductFile(t, func(rel string, fset *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -192,9 +182,5 @@ func TestRouteNetlinkOnly(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
