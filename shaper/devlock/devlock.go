@@ -301,21 +301,29 @@ func Held(dir string) []Holder {
 // fileName is dev's lock file name in this network namespace.
 func fileName(dev string) string { return dev + nsSuffix() + ".lock" }
 
-// initNetNSIno is the inode number the kernel gives the initial network
-// namespace (PROC_NET_INIT_INO), the same on every Linux since 3.8.
+// initNetNSIno is the inode number recent kernels give the initial
+// network namespace (PROC_NET_INIT_INO); older ones (6.1) number it like
+// any other, so pid 1's namespace is asked first.
 const initNetNSIno = 0xEFFFFFF9
 
-// nsSuffix is "" in the initial network namespace (or where the
+// nsSuffix is "" in the initial network namespace (pid 1's, or where the
 // namespace cannot be told), else "@netns<inode>": eth1 in two namespaces
 // is two devices. It reads the calling thread's namespace, the one a
 // netlink handle opened by this thread works in.
 func nsSuffix() string {
-	st, err := os.Stat("/proc/thread-self/ns/net")
+	self, err := os.Stat("/proc/thread-self/ns/net")
 	if err != nil {
 		return ""
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok || sys.Ino == initNetNSIno {
+	sys, ok := self.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	if init, err := os.Stat("/proc/1/ns/net"); err == nil {
+		if os.SameFile(self, init) {
+			return ""
+		}
+	} else if sys.Ino == initNetNSIno {
 		return ""
 	}
 	return fmt.Sprintf("@netns%d", sys.Ino)
