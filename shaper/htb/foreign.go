@@ -15,8 +15,9 @@ import (
 // installed: another tool's filter, or a probe filter a killed run left.
 // Everything under the 6771: root is gtpqos's, so such a chain is drift:
 // on the root it runs before or after the classifier and can steal
-// packets; on an inner class (the link or a session class) it is consulted
-// for packets sent there and pins the classes it names against deletion.
+// packets; on the link class it is consulted for packets sent there
+// (SO_PRIORITY naming the link class) and pins the classes it names
+// against deletion.
 type foreignChain struct {
 	parent   uint32
 	prio     uint16
@@ -45,14 +46,13 @@ func (r *Reconciler) ownsFilter(f netlink.Filter) bool {
 }
 
 // foreignChains lists the foreign filter chains on the root and on the
-// given inner classes. HTB never consults a leaf class's filters, so
-// leaves are not listed (a dump per class would cost more than the rest of
-// a run at 10k classes).
-func (r *Reconciler) foreignChains(link netlink.Link, inner []uint16) ([]foreignChain, error) {
-	parents := []uint32{rootHandle()}
-	for _, m := range inner {
-		parents = append(parents, netlink.MakeHandle(OwnedMajor, m))
-	}
+// link class. HTB never consults a leaf class's filters, and a session
+// class's only for packets steered to the session class itself, which no
+// gtpqos classifier does; their filters are not listed (a dump per class
+// would cost more than the rest of a full run at 10k sessions). Such a
+// filter can still pin a class: its deletion then fails, loudly.
+func (r *Reconciler) foreignChains(link netlink.Link) ([]foreignChain, error) {
+	parents := []uint32{rootHandle(), netlink.MakeHandle(OwnedMajor, LinkMinor)}
 	seen := map[foreignChain]bool{}
 	var out []foreignChain
 	for _, p := range parents {
@@ -81,29 +81,12 @@ func (r *Reconciler) foreignChains(link netlink.Link, inner []uint16) ([]foreign
 	return out, nil
 }
 
-// innerMinors returns the classes that have children (the link class and
-// session classes), whose filters HTB consults.
-func innerMinors(classes map[uint16]*netlink.HtbClass) []uint16 {
-	has := map[uint16]bool{}
-	for _, c := range classes {
-		if maj, min := netlink.MajorMinor(c.Parent); maj == OwnedMajor && min != 0 {
-			has[min] = true
-		}
-	}
-	out := make([]uint16, 0, len(has))
-	for m := range has {
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
 // removeForeignFilters deletes the foreign filter chains (a full run
 // only: an incremental run trusts its memory and reads nothing). It runs
 // first, so a foreign filter neither steals packets meanwhile nor pins a
 // class the run deletes.
 func (u *run) removeForeignFilters() error {
-	chains, err := u.r.foreignChains(u.link, innerMinors(u.st.classes))
+	chains, err := u.r.foreignChains(u.link)
 	if err != nil {
 		return err
 	}
@@ -118,20 +101,14 @@ func (u *run) removeForeignFilters() error {
 	return nil
 }
 
-// foreignFilterProblems describes the foreign filter chains of the tree t
-// read from the kernel, for Inspect (and so `gtpqos verify`).
-func (r *Reconciler) foreignFilterProblems(t *Tree) ([]string, error) {
+// foreignFilterProblems describes the foreign filter chains of the
+// device, for Inspect (and so `gtpqos verify`).
+func (r *Reconciler) foreignFilterProblems() ([]string, error) {
 	link, err := r.link()
 	if err != nil {
 		return nil, err
 	}
-	var inner []uint16
-	for _, c := range t.Classes {
-		if c.Role == shaper.RoleLink || c.Role == shaper.RoleSession {
-			inner = append(inner, c.Minor)
-		}
-	}
-	chains, err := r.foreignChains(link, inner)
+	chains, err := r.foreignChains(link)
 	if err != nil {
 		return nil, err
 	}

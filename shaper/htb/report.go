@@ -119,7 +119,7 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 		in.Unplaced = att.Egress.Unplaced()
 		in.Problems = att.Egress.Dangling(b.dev, t.ClassID(0), ids)
 	}
-	foreign, err := rec.foreignFilterProblems(t)
+	foreign, err := rec.foreignFilterProblems()
 	if err != nil {
 		return nil, err
 	}
