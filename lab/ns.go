@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // namespace is one named network namespace of the lab with a netlink
@@ -57,7 +58,8 @@ func newNamespace(name string) (*namespace, error) {
 	if err := <-errc; err != nil {
 		return nil, fmt.Errorf("create netns %s: %w", name, err)
 	}
-	nl, err := netlink.NewHandleAt(h)
+	// Route netlink only: xfrm or netfilter netlink may be missing.
+	nl, err := netlink.NewHandleAt(h, unix.NETLINK_ROUTE)
 	if err != nil {
 		h.Close()
 		_ = netns.DeleteNamed(name)

@@ -86,6 +86,10 @@ func TestLoadPDRs(t *testing.T) {
 		"unknown key": "pdrs:\n  - {name: X, colour: red}\n",
 		"bad ue":      "pdrs:\n  - {name: X, ue: nope, dn: \"192.168.100.2:1\", ue_port: 1}\n",
 		"invalid":     "pdrs:\n  - {name: X, ue: 10.60.0.1, dn: \"10.0.0.1:1\", ue_port: 1}\n",
+		// yaml.v3 reads a zero-padded integer as octal: refused instead.
+		"zero-padded mark": "pdrs:\n  - {name: X, ue: 10.60.0.1, dn: \"192.168.100.2:1\", ue_port: 1, qfi: 2, mark: 010}\n",
+		"null row":         "pdrs:\n  - ~\n",
+		"two documents":    "pdrs: []\n---\npdrs: []\n",
 	} {
 		p := dir + "/" + strings.ReplaceAll(name, " ", "_") + ".yaml"
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {

@@ -28,9 +28,9 @@ func seedArms(t *testing.T) []ab.Arm {
 }
 
 // TestLabSeedStaticVsAware reproduces the seed experiment in the lab with
-// short runs (one 10 s run per arm, seconds 3-9) and asserts issue 3's
-// acceptance: static shares equally (A misses its GBR, B exceeds its MBR),
-// aware meets A's GBR and B's MBR, C gets the rest, the aggregate reaches
+// short runs (one 10 s run per arm, seconds 3-9) and asserts the seed
+// experiment's acceptance checks: static shares equally (A misses its GBR,
+// B exceeds its MBR), aware meets A's GBR and B's MBR, C gets the rest, the aggregate reaches
 // 99% of the payload ceiling, and N3 frames are 1286 bytes. Rates follow
 // GTPQOS_LAB_RATE_SCALE.
 func TestLabSeedStaticVsAware(t *testing.T) {

@@ -64,6 +64,15 @@ type Backend interface {
 	Close() error
 }
 
+// Prechecker is implemented by backends that can tell, before writing
+// anything, whether the kernel can enforce a policy (the classifier and
+// leaf kinds it names explicitly). Apply checks the same before its first
+// write; a daemon calls Precheck to refuse at start rather than at its
+// first reconcile.
+type Prechecker interface {
+	Precheck(ctx context.Context, pol Policy) error
+}
+
 // ApplyOptions tune one Apply.
 type ApplyOptions struct {
 	// Strict makes any Error problem of the plan fail Apply before the

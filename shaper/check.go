@@ -36,6 +36,12 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 	if pol.Mode == Static {
 		rate("static_rate", pol.StaticRate)
 		rate("static_ceil", pol.StaticCeil)
+		// FlowRates would cut the rate to the ceil: say so instead.
+		if pol.StaticRate > pol.StaticCeil {
+			p.report(Error, BadPolicy, nil, "static_rate", "static rate %s above static ceil %s (a class's rate cannot exceed its ceil)",
+				FormatRate(pol.StaticRate), FormatRate(pol.StaticCeil))
+			ok = false
+		}
 	}
 	if pol.Burst == 0 || pol.CBurst == 0 {
 		p.report(Error, BadPolicy, nil, "burst", "burst and cburst must be above 0")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -49,7 +48,7 @@ import (
 //	    direction: downlink   # downlink (default) | uplink
 //	    gbr: 15mbit           # 0 or absent: non-GBR
 //	    mbr: 18mbit           # 0 or absent: up to the link
-//	    mark: 2               # skb->mark (decimal or 0x hex)
+//	    mark: 2               # skb->mark (decimal, 0x hex or 0o octal; never zero-padded)
 //	    teid: 0x64            # optional, for (TEID, QFI) classifiers
 //	    session_ambr: 0       # optional session AMBR (non-GBR flows)
 //
@@ -68,7 +67,9 @@ type FlowsFile struct {
 type fileYAML struct {
 	Link   string      `yaml:"link"`
 	Policy *PolicyYAML `yaml:"policy"`
-	Flows  []flowYAML  `yaml:"flows"`
+	// Flows are pointers so that a null entry ("- ~") is seen: yaml.v3
+	// drops null elements of a slice of structs without a word.
+	Flows []*flowYAML `yaml:"flows"`
 }
 
 // PolicyYAML is the one YAML form of a Policy (without the link rate,
@@ -109,14 +110,50 @@ type flowYAML struct {
 	SessionAMBR string `yaml:"session_ambr"`
 }
 
+// MaxFlowsFileSize bounds what LoadFlowsFile reads: a flows file for the
+// most classes one tree holds (65,518 flows in each direction, one line
+// each) is under 10 MiB, and parsing costs memory dozens of times the
+// file's size, so a larger input is refused before it is parsed.
+const MaxFlowsFileSize = 16 << 20
+
 // LoadFlowsFile reads and parses a flows file. Errors are one line naming
-// the file, the flow and the field.
+// the file, the flow and the field. A file larger than MaxFlowsFileSize
+// (or an endless one, such as /dev/zero) is refused after reading at most
+// that much.
 func LoadFlowsFile(path string) (FlowsFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadBounded(path, MaxFlowsFileSize)
 	if err != nil {
-		return FlowsFile{}, fmt.Errorf("flows file: %w", err)
+		return FlowsFile{}, fmt.Errorf("flows file %w", err)
 	}
 	return ParseFlowsFile(path, data)
+}
+
+// ReadBounded reads the file at path, refusing one larger than max bytes
+// after reading at most max+1 of them. Errors start with the path.
+func ReadBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %d MiB: refused before parsing (is it the right file?)", path, max>>20)
+	}
+	return data, nil
+}
+
+// unwrapPath drops the *os.PathError around err, whose text would repeat
+// the path.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // yamlWhere says where each of the file's types sits, for unknown keys.
@@ -132,6 +169,9 @@ func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
 			return FlowsFile{}, fmt.Errorf("%s: empty flows file (want at least 'link:')", name)
 		}
 		return FlowsFile{}, yamlerr.OneLine(name, err, yamlWhere)
+	}
+	if err := yamlerr.OneDocument(name, dec); err != nil {
+		return FlowsFile{}, err
 	}
 	ff := FlowsFile{Path: name}
 	if y.Link == "" {
@@ -151,6 +191,9 @@ func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
 		}
 	}
 	for i, fy := range y.Flows {
+		if fy == nil {
+			return ff, fmt.Errorf("%s: flow #%d: empty entry (null): give the flow's keys or remove the line", name, i+1)
+		}
 		f, err := fy.flow()
 		if err != nil {
 			label := fmt.Sprintf("flow #%d", i+1)
@@ -164,10 +207,11 @@ func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
 	return ff, nil
 }
 
+// parseUint is ParseUint with the field named in the error.
 func parseUint(field, s string, bits int) (uint64, error) {
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, bits)
+	v, err := ParseUint(s, bits)
 	if err != nil {
-		return 0, fmt.Errorf("%s: invalid value %q: want a non-negative integer below 2^%d", field, s, bits)
+		return 0, fmt.Errorf("%s: %w", field, err)
 	}
 	return v, nil
 }

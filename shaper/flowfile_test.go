@@ -56,6 +56,26 @@ func TestParseFlowsFileErrors(t *testing.T) {
 		{"bad mode", "link: 1mbit\npolicy: {mode: fancy}\n", `f.yaml: policy: mode: unknown mode "fancy"`},
 		{"bad classifier", "link: 1mbit\npolicy: {classifier: fww}\n", `f.yaml: policy: classifier: unknown classifier "fww"`},
 		{"bad burst", "link: 1mbit\npolicy: {burst: lots}\n", `f.yaml: policy: burst: invalid size "lots"`},
+		// Zero-padded integers would be octal to strconv and YAML 1.1:
+		// "010" must not silently become 8.
+		{"zero-padded mark", head + "  - {name: A, qer: 1, mark: 010}\n", `f.yaml: flow A: mark: invalid value "010": zero-padded`},
+		{"zero-padded qer", head + "  - {name: A, qer: 07}\n", `f.yaml: flow A: qer: invalid value "07": zero-padded`},
+		{"zero-padded qfi", head + "  - {name: A, qer: 1, qfi: 010}\n", `f.yaml: flow A: qfi: invalid value "010"`},
+		{"zero-padded seid", head + "  - {name: A, seid: 0010, qer: 1}\n", `f.yaml: flow A: seid: invalid value "0010"`},
+		{"zero-padded teid", head + "  - {name: A, qer: 1, teid: 0100}\n", `f.yaml: flow A: teid: invalid value "0100"`},
+		{"binary prefix", head + "  - {name: A, qer: 1, mark: 0b101}\n", `f.yaml: flow A: mark: invalid value "0b101"`},
+		{"underscore", head + "  - {name: A, qer: 1, mark: 1_000}\n", `f.yaml: flow A: mark: invalid value "1_000"`},
+		{"plus sign", head + "  - {name: A, qer: +1}\n", `f.yaml: flow A: qer: invalid value "+1"`},
+		{"zero-padded prio", "link: 1mbit\npolicy: {prio: 03}\n", `f.yaml: policy: prio: invalid value "03": zero-padded`},
+		{"zero-padded leaf_limit", "link: 1mbit\npolicy: {leaf_limit: 0100}\n", `f.yaml: policy: leaf_limit: invalid value "0100"`},
+		{"zero-padded size", "link: 1mbit\npolicy: {burst: 032k}\n", `f.yaml: policy: burst: invalid size "032k": zero-padded`},
+		{"zero-padded quantum", "link: 1mbit\npolicy: {quantum: 012500}\n", `f.yaml: policy: quantum: invalid size "012500"`},
+		{"zero-padded rate", head + "  - {name: A, qer: 1, gbr: 010mbit}\n", `f.yaml: flow A: gbr: invalid rate "010mbit": zero-padded`},
+		{"zero-padded link", "link: 030mbit\n", `f.yaml: link: invalid rate "030mbit"`},
+		// Input that used to be ignored without a word.
+		{"null flow", head + "  - {name: A, qer: 1}\n  - ~\n", `f.yaml: flow #2: empty entry (null)`},
+		{"second document", "link: 30mbit\n---\nlink: 20mbit\n", `f.yaml: line 2: a second YAML document`},
+		{"empty second document", "link: 30mbit\n---\n", `f.yaml: line 2: a second YAML document`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,16 +115,53 @@ flows:
 	}
 }
 
+func TestParseUintBases(t *testing.T) {
+	good := map[string]uint64{"0": 0, "10": 10, "0x10": 16, "0X1f": 31, "0o10": 8, "0O7": 7, " 42 ": 42, "4294967295": 1<<32 - 1}
+	for in, want := range good {
+		if got, err := ParseUint(in, 32); err != nil || got != want {
+			t.Errorf("ParseUint(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "010", "00", "0x", "0o", "0b1", "0x-1", "-1", "+1", "1_0", "4294967296", "1e3", "0o8"} {
+		if v, err := ParseUint(in, 32); err == nil {
+			t.Errorf("ParseUint(%q) = %d, want an error", in, v)
+		}
+	}
+}
+
+// A flows file is read through a bound: an endless input fails at once
+// with one line instead of growing until the machine runs out of memory.
+func TestLoadFlowsFileBounded(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := LoadFlowsFile("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "/dev/zero: larger than 16 MiB") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("LoadFlowsFile(/dev/zero) = %v, want one line refusing it by size", err)
+	}
+	p := filepath.Join(t.TempDir(), "big.yaml")
+	big := []byte("link: 30mbit\nflows:\n" + strings.Repeat("  # padding padding padding padding padding padding padding\n", MaxFlowsFileSize/60+1))
+	if err := os.WriteFile(p, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFlowsFile(p); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a %d-byte flows file: err = %v, want a size refusal", len(big), err)
+	}
+	if _, err := LoadFlowsFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml: open: no such file") {
+		t.Errorf("missing file: err = %v", err)
+	}
+}
+
 func TestParseRate(t *testing.T) {
 	good := map[string]uint64{"15mbit": 15 * mbit, "500kbit": 500_000, "30Mbit": 30 * mbit, "30Mbit/s": 30 * mbit,
-		"1gbit": 1e9, "1200": 1200, "0": 0, "1.5mbit": 1_500_000, "2Tbit": 2e12, "8bit": 8}
+		"1gbit": 1e9, "1200": 1200, "0": 0, "1.5mbit": 1_500_000, "2Tbit": 2e12, "8bit": 8, "0.5mbit": 500_000, "0mbit": 0}
 	for in, want := range good {
 		got, err := ParseRate(in)
 		if err != nil || got != want {
 			t.Errorf("ParseRate(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "abc", "-1mbit", "5mbps", "5 furlongs", "1e3mbit", "99999tbit"} {
+	for _, in := range []string{"", "abc", "-1mbit", "5mbps", "5 furlongs", "1e3mbit", "99999tbit", "010mbit", "00.5mbit"} {
 		if v, err := ParseRate(in); err == nil {
 			t.Errorf("ParseRate(%q) = %d, want an error", in, v)
 		}

@@ -38,6 +38,13 @@ const (
 	// BadMark: the flow's mark has bits outside MarkMask (the gtp5g patch's
 	// 24-bit QoS mark field).
 	BadMark
+	// Unreachable: the flow lacks the key its device's classifier binds by
+	// (a mark for the mark classifiers, a TEID for the GTP-U one): it gets
+	// its class, and its GBR stays reserved, but no packet reaches it.
+	Unreachable
+	// DeviceDown: the device is down; its tree is installed and shapes
+	// once the device comes up (an operator may pre-provision).
+	DeviceDown
 )
 
 // String names the kind.
@@ -71,6 +78,10 @@ func (k ProblemKind) String() string {
 		return "duplicate-teid"
 	case BadMark:
 		return "bad-mark"
+	case Unreachable:
+		return "unreachable"
+	case DeviceDown:
+		return "device-down"
 	}
 	return fmt.Sprintf("problem(%d)", uint8(k))
 }

@@ -22,6 +22,9 @@ func ParseRate(s string) (uint64, error) {
 	if num == "" {
 		return 0, fmt.Errorf("invalid rate %q: want a non-negative number with a unit (bit, kbit, mbit, gbit, tbit)", s)
 	}
+	if zeroPadded(num) {
+		return 0, fmt.Errorf("invalid rate %q: zero-padded number (write it without leading zeros)", s)
+	}
 	var mul float64
 	switch unit {
 	case "", "bit":
@@ -76,6 +79,9 @@ func ParseSize(s string) (uint32, error) {
 			break
 		}
 	}
+	if zeroPadded(low) {
+		return 0, fmt.Errorf("invalid size %q: zero-padded number (write it without leading zeros)", s)
+	}
 	v, err := strconv.ParseUint(low, 10, 32)
 	if err != nil || v*mul > 1<<31 {
 		return 0, fmt.Errorf("invalid size %q: want a non-negative integer of bytes with an optional unit (b, k, m)", s)
@@ -92,4 +98,40 @@ func FormatSize(v uint32) string {
 		return fmt.Sprintf("%dk", v>>10)
 	}
 	return fmt.Sprintf("%db", v)
+}
+
+// ParseUint parses a non-negative integer of at most bits bits, written in
+// decimal or with an explicit base prefix: 0x (hex) or 0o (octal). A
+// zero-padded number ("010") is refused rather than read as octal, the way
+// C and YAML 1.1 would: a mark written 010 must not silently become 8.
+func ParseUint(s string, bits int) (uint64, error) {
+	in := strings.TrimSpace(s)
+	digits, base := in, 10
+	if len(in) > 2 && in[0] == '0' {
+		switch in[1] {
+		case 'x', 'X':
+			digits, base = in[2:], 16
+		case 'o', 'O':
+			digits, base = in[2:], 8
+		}
+	}
+	if base == 10 && zeroPadded(in) {
+		return 0, fmt.Errorf("invalid value %q: zero-padded number (decimal without leading zeros, or 0x/0o for hex/octal)", s)
+	}
+	// strconv's base-specific parsing refuses signs, underscores and
+	// further prefixes, which base 0 would accept.
+	if digits == "" || digits[0] == '+' || digits[0] == '-' {
+		return 0, fmt.Errorf("invalid value %q: want a non-negative integer below 2^%d", s, bits)
+	}
+	v, err := strconv.ParseUint(digits, base, bits)
+	if err != nil {
+		return 0, fmt.Errorf("invalid value %q: want a non-negative integer below 2^%d (decimal, 0x hex or 0o octal)", s, bits)
+	}
+	return v, nil
+}
+
+// zeroPadded reports whether a decimal number starts with a 0 followed by
+// another digit ("010", "007.5").
+func zeroPadded(num string) bool {
+	return len(num) > 1 && num[0] == '0' && num[1] >= '0' && num[1] <= '9'
 }

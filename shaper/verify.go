@@ -38,6 +38,10 @@ func Verify(before, after *Inspection, interval time.Duration) (problems []strin
 		}
 	}
 	flows, counting := 0, 0
+	if n := len(after.FlowClasses()); after.Classifier == "" && n > 0 {
+		problems = append(problems, fmt.Sprintf("dev %s: no classifier is installed: none of its %d flow classes can be reached; every packet goes to the default class %s",
+			dev, n, after.Default))
+	}
 	for _, c := range after.FlowClasses() {
 		flows++
 		if after.Classifier != "" && c.Key == (Key{}) {
@@ -48,7 +52,7 @@ func Verify(before, after *Inspection, interval time.Duration) (problems []strin
 			counting++
 			continue
 		}
-		if unclassified > 0 {
+		if unclassified > 0 && after.Classifier != "" { // without a classifier, said once above
 			problems = append(problems, fmt.Sprintf("dev %s: %s counted no packets in %.0fs while %s: its traffic is likely misclassified",
 				dev, classLabel(c), secs, what))
 		}

@@ -112,6 +112,13 @@ func TestVerify(t *testing.T) {
 			want:   []string{"class 6771:12: no fw classifier entry points at it"},
 		},
 		{
+			// A classifier removed behind gtpqos's back used to pass.
+			name:   "no classifier at all",
+			before: inspection("", nil, nil, bare),
+			after:  inspection("", nil, map[uint16]uint64{2: 9}, bare),
+			want:   []string{"no classifier is installed: none of its 1 flow classes can be reached"},
+		},
+		{
 			name:       "counter went backwards (class re-created): not counting, no problem",
 			before:     inspection(shaper.KindFw, nil, map[uint16]uint64{0x10: 50}, fw),
 			after:      inspection(shaper.KindFw, nil, map[uint16]uint64{0x10: 3}, fw),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 	"github.com/free5gc/gtpqos/watch"
 )
 
@@ -214,12 +215,22 @@ func ModeName(k shaper.ClassifierKind) string {
 // given.
 const DefaultConfig = "/etc/gtpqos/watch.yaml"
 
-// Devices returns the N3/N6 devices: n3/n6 when either is given, else the
+// Devices returns the N3/N6 devices: n3/n6 when either is given; else,
+// unless a config was named (explicit), the devices a running `gtpqos
+// watch` holds (its device locks in lockDir record their roles); else the
 // watch config's (if the file exists; a missing file named explicitly, or
 // one that does not load, is a problem, not an error).
-func Devices(n3, n6, config string, explicit bool) (string, string, []string) {
-	if n3 != "" || n6 != "" || config == "" {
+func Devices(n3, n6, config string, explicit bool, lockDir string) (string, string, []string) {
+	if n3 != "" || n6 != "" {
 		return n3, n6, nil
+	}
+	if !explicit && lockDir != "" {
+		if w3, w6 := WatchedDevices(lockDir); w3 != "" || w6 != "" {
+			return w3, w6, nil
+		}
+	}
+	if config == "" {
+		return "", "", nil
 	}
 	if _, err := os.Stat(config); err != nil && !explicit {
 		return "", "", nil
@@ -229,4 +240,22 @@ func Devices(n3, n6, config string, explicit bool) (string, string, []string) {
 		return "", "", []string{fmt.Sprintf("devices: %v (use --n3/--n6)", err)}
 	}
 	return cfg.N3, cfg.N6, nil
+}
+
+// WatchedDevices returns the N3 and N6 devices of a running `gtpqos
+// watch` in this network namespace, from the device locks it holds in
+// lockDir ("" where none).
+func WatchedDevices(lockDir string) (n3, n6 string) {
+	for _, h := range devlock.Held(lockDir) {
+		if h.Command != "watch" {
+			continue
+		}
+		switch h.Role {
+		case "n3":
+			n3 = h.Dev
+		case "n6":
+			n6 = h.Dev
+		}
+	}
+	return n3, n6
 }

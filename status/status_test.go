@@ -17,6 +17,7 @@ import (
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 )
 
 // fakeSource is a Source with one GBR flow and the default flow.
@@ -269,12 +270,51 @@ func TestStatusDevicesFromConfig(t *testing.T) {
 		{"named config absent", "", "", missing, true, "", "", "none.yaml"},
 		{"bad config", "", "", bad, false, "", "", "bogus"},
 	} {
-		n3, n6, probs := Devices(c.n3, c.n6, c.config, c.explicit)
+		n3, n6, probs := Devices(c.n3, c.n6, c.config, c.explicit, t.TempDir())
 		if n3 != c.wantN3 || n6 != c.wantN6 {
 			t.Errorf("%s: devices %q/%q, want %q/%q", c.name, n3, n6, c.wantN3, c.wantN6)
 		}
 		if c.wantProblem == "" && len(probs) > 0 || c.wantProblem != "" && (len(probs) != 1 || !strings.Contains(probs[0], c.wantProblem)) {
 			t.Errorf("%s: problems %q, want one naming %q", c.name, probs, c.wantProblem)
 		}
+	}
+}
+
+// Without --n3/--n6, status finds the devices of a running watch from the
+// locks it holds (their records name each device's role), before the
+// config file: the watch may run with flags the file does not have.
+func TestStatusDevicesFromRunningWatch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "watch.yaml")
+	if err := os.WriteFile(cfg, []byte("n3: upfgtp\nn6: eth9\nlink_rate: 30mbit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	locks := filepath.Join(dir, "locks")
+	l3, err := devlock.Acquire(locks, "n3w", devlock.Holder{Command: "watch", Role: "n3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l6, err := devlock.Acquire(locks, "n6w", devlock.Holder{Command: "watch", Role: "n6"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := devlock.Acquire(locks, "other0", devlock.Holder{Command: "apply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Release()
+	if n3, n6, probs := Devices("", "", cfg, false, locks); n3 != "n3w" || n6 != "n6w" || len(probs) > 0 {
+		t.Errorf("with a watch running: devices %q/%q (%v), want n3w/n6w", n3, n6, probs)
+	}
+	if n3, n6, _ := Devices("", "", cfg, true, locks); n3 != "upfgtp" || n6 != "eth9" {
+		t.Errorf("--config named: devices %q/%q, want the file's", n3, n6)
+	}
+	if n3, n6, _ := Devices("x3", "", cfg, false, locks); n3 != "x3" || n6 != "" {
+		t.Errorf("--n3 given: devices %q/%q, want x3 alone", n3, n6)
+	}
+	l3.Release()
+	l6.Release()
+	if n3, n6, _ := Devices("", "", cfg, false, locks); n3 != "upfgtp" || n6 != "eth9" {
+		t.Errorf("watch gone: devices %q/%q, want the config's", n3, n6)
 	}
 }

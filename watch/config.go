@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/free5gc/gtpqos/internal/yamlerr"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 )
 
 // Config is the daemon's configuration: the YAML file given with --config
@@ -81,7 +81,7 @@ func DefaultConfig() Config {
 		MarkMode:    "flow",
 		Classifier:  "auto",
 		MetricsAddr: "127.0.0.1:9477",
-		LockDir:     DefaultLockDir,
+		LockDir:     devlock.DefaultDir,
 		LogLevel:    "info",
 	}
 }
@@ -89,20 +89,29 @@ func DefaultConfig() Config {
 // yamlWhere says where the config's types sit, for unknown keys.
 var yamlWhere = map[string]string{"Config": "at top level", "PolicyYAML": "in policy"}
 
+// MaxConfigSize bounds what LoadConfig reads: the annotated example is
+// about 3 KiB.
+const MaxConfigSize = 1 << 20
+
 // LoadConfig reads a YAML config file over DefaultConfig. Unknown keys are
-// errors naming the key and line.
+// errors naming the key and line; so is a second YAML document, and a file
+// above MaxConfigSize is refused before it is parsed.
 func LoadConfig(path string) (Config, error) {
 	cfg := DefaultConfig()
-	b, err := os.ReadFile(path)
+	b, err := shaper.ReadBounded(path, MaxConfigSize)
 	if err != nil {
-		return cfg, fmt.Errorf("config: %w", err)
+		return cfg, fmt.Errorf("config %w", err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+	err = dec.Decode(&cfg)
+	if errors.Is(err, io.EOF) {
+		return cfg, nil
+	}
+	if err != nil {
 		return cfg, yamlerr.OneLine("config "+path, err, yamlWhere)
 	}
-	return cfg, nil
+	return cfg, yamlerr.OneDocument("config "+path, dec)
 }
 
 // Policies returns the downlink (N3) and uplink (N6) policies.

@@ -38,6 +38,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		"n3: a\nlink_rate: 1mbit\npoll: often\n":                 "often",
 		"n3: a\nlink_rate: 1mbit\npolicy:\n  burst: x\n":         "burst",
 		"n3: a\nlink_rate: 1mbit\npolicy:\n  admission: maybe\n": "admission",
+		"n3: a\nlink_rate: 1mbit\npolicy:\n  prio: 05\n":         "prio: invalid value \"05\": zero-padded",
+		"n3: a\nlink_rate: 1mbit\n---\nn3: b\n":                  "line 3: a second YAML document",
 	}
 	for text, want := range cases {
 		p := filepath.Join(dir, "c.yaml")
@@ -50,6 +52,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("config %q: err = %v, want one naming %q", text, err, want)
+		}
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		if _, err := LoadConfig("/dev/zero"); err == nil || !strings.Contains(err.Error(), "config /dev/zero: larger than 1 MiB") {
+			t.Errorf("config /dev/zero: err = %v, want a size refusal", err)
 		}
 	}
 	if _, _, err := DefaultConfig().Policies(); err == nil || !strings.Contains(err.Error(), "link rate") {

@@ -24,7 +24,6 @@ type Daemon struct {
 	src     *GTP5GSource
 	dl, ul  shaper.Backend
 	shared  *backends.Shared
-	locks   []*Lock
 	metrics *Metrics
 	// Mode says how the daemon follows gtp5g and classifies packets, in
 	// one line.
@@ -65,13 +64,18 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 	if !patched {
 		d.shared = backends.NewShared(cfg.N3)
 	}
-	// The devices must exist, and only one watch may manage each: both are
-	// checked before the mark mode changes.
+	// The devices must exist, and no other writer (another watch, an
+	// apply, a reset) may hold them: opening the backends as the writer
+	// takes each device's lock, for the daemon's lifetime, before the
+	// mark mode changes.
 	if err := d.openBackends(); err != nil {
 		d.Close()
 		return nil, err
 	}
-	if err := d.lockDevices(); err != nil {
+	// A classifier or leaf the kernel lacks is refused now, not at the
+	// first reconcile.
+	if err := d.precheck(dlPol, ulPol); err != nil {
+		d.Close()
 		return nil, err
 	}
 	markMode := gtpnl.MarkOff
@@ -101,31 +105,12 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 	return d, nil
 }
 
-// devices lists the N3 device and, if set, the N6 device.
-func (c Config) devices() []string {
-	if c.N6 == "" {
-		return []string{c.N3}
-	}
-	return []string{c.N3, c.N6}
-}
-
-// lockDevices takes every device's lock: only one watch manages a device.
-func (d *Daemon) lockDevices() error {
-	for _, dev := range d.cfg.devices() {
-		lk, err := LockDevice(d.cfg.LockDir, dev)
-		if err != nil {
-			d.Close()
-			return err
-		}
-		d.locks = append(d.locks, lk)
-	}
-	return nil
-}
-
 // openBackends opens the N3 (downlink) and N6 (uplink) backends, in
-// incremental mode, sharing one GTP-U classifier on stock gtp5g.
+// incremental mode, sharing one GTP-U classifier on stock gtp5g, as the
+// devices' writer: each holds its device's lock until Close.
 func (d *Daemon) openBackends() error {
 	o := backends.Options{Backend: d.cfg.Policy.Backend, Force: d.cfg.Force, Incremental: true, N3: d.cfg.N3,
+		Writer: "watch", LockDir: d.cfg.LockDir,
 		OnPool: func(dev string, ready, want int) {
 			d.metrics.spares(dev, ready)
 			d.obs.Note(fmt.Sprintf("dev %s: %d of %d spare classes ready", dev, ready, want))
@@ -134,14 +119,29 @@ func (d *Daemon) openBackends() error {
 		o.Classifier, o.Shared = shaper.KindGTPU, d.shared
 	}
 	var err error
-	o.Direction = shaper.Downlink
+	o.Direction, o.WriterRole = shaper.Downlink, "n3"
 	if d.dl, err = backends.Open(d.cfg.N3, o); err != nil {
 		return err
 	}
 	if d.cfg.N6 != "" {
-		o.Direction = shaper.Uplink
+		o.Direction, o.WriterRole = shaper.Uplink, "n6"
 		if d.ul, err = backends.Open(d.cfg.N6, o); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// precheck asks each backend whether the kernel can enforce its policy.
+func (d *Daemon) precheck(dl, ul shaper.Policy) error {
+	for _, c := range []struct {
+		be  shaper.Backend
+		pol shaper.Policy
+	}{{d.dl, dl}, {d.ul, ul}} {
+		if pc, ok := c.be.(shaper.Prechecker); ok && c.be != nil {
+			if err := pc.Precheck(context.Background(), c.pol); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -220,7 +220,8 @@ func (d *Daemon) Reload(cfg Config) (note string, err error) {
 	return note, nil
 }
 
-// Close releases the backends, the source and the device locks.
+// Close releases the source and the backends (and with them the device
+// locks).
 func (d *Daemon) Close() error {
 	var errs []error
 	if d.src != nil {
@@ -231,10 +232,6 @@ func (d *Daemon) Close() error {
 			errs = append(errs, b.Close())
 		}
 	}
-	for _, l := range d.locks {
-		errs = append(errs, l.Unlock())
-	}
-	d.locks = nil
 	return errors.Join(errs...)
 }
 

@@ -184,9 +184,12 @@ func (f *abFlags) target(ctx context.Context, opts *ab.Options, log *logrus.Logg
 		if err != nil {
 			return nil, nil, err
 		}
+		// The experiment writes the device's tree: it holds the device's
+		// lock like apply, and refuses a device a watch manages.
+		bo.Writer = "ab"
 		dt, err := ab.NewDeviceTarget(ctx, f.dev, bo)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, refusal(f.dev, "run", "a running gtpqos watch manages this device: stop it for the experiment", err)
 		}
 		undo = append(undo, func() {
 			if dt.Note != "" {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
-	"github.com/free5gc/gtpqos/watch"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 )
 
 func init() {
@@ -31,7 +31,7 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	cls := fs.String("classifier", "", "classifier: auto, fw, bpf or gtpu (default: the file's policy, else auto)")
 	dir := fs.String("direction", "all", "flows to shape on this device: all, downlink (N3) or uplink (N6)")
 	leaf := fs.String("leaf", "", "leaf qdisc: auto, fq_codel or fifo (default: the file's policy, else auto)")
-	lockDir := fs.String("lock-dir", watch.DefaultLockDir, "where gtpqos watch keeps its device locks: apply refuses a device a running watch holds")
+	lockDir := fs.String("lock-dir", devlock.DefaultDir, "directory of the per-device locks every writer (apply, reset, watch) holds while it writes")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: gtpqos apply -f flows.yaml --dev IF [--force] [--classifier auto|fw|bpf] [--leaf auto|fq_codel|fifo] [--direction all|downlink|uplink] [--lock-dir /run/gtpqos]")
@@ -40,6 +40,9 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 			return nil
 		}
 		return usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (flags go before it; one flows file with -f)", fs.Arg(0))
 	}
 	if *file == "" {
 		return usagef("-f flows.yaml is required")
@@ -58,21 +61,17 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 			return usagef("--classifier gtpu on an uplink device needs the N3 device's ingress program: use gtpqos watch (--n3/--n6)")
 		}
 	}
+	bo.Writer, bo.LockDir = "apply", *lockDir
 	be, err := backends.Open(*dev, bo)
 	if err != nil {
-		return err
+		return refusal(*dev, "applied", "a running gtpqos watch manages this device: change its config instead", err)
 	}
 	defer be.Close()
-	unlock, err := watch.LockIfWatched(*lockDir, *dev, "applied", "a running gtpqos watch manages this device: change its config instead")
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	rep, err := be.Apply(ctx, ff.Flows, ff.Policy, shaper.ApplyOptions{Strict: true})
 	log := logrus.WithField("dev", *dev)
 	for _, p := range rep.Problems {
 		if p.Severity == shaper.Warning {
-			log.WithField("flow", p.Name).Warn(p.Error())
+			log.Warn(p.Error())
 		}
 	}
 	if err != nil {
@@ -84,6 +83,21 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	printChanges(stdout, rep.Changes)
 	return nil
+}
+
+// refusal turns a device lock held by another writer into one line saying
+// what was not done, who holds the device and what to do instead
+// (watchHint when the holder is a watch); other errors pass unchanged.
+func refusal(dev, what, watchHint string, err error) error {
+	var held *devlock.HeldError
+	if !errors.As(err, &held) {
+		return err
+	}
+	hint := "try again when it has finished"
+	if held.By.Command == "watch" {
+		hint = watchHint
+	}
+	return fmt.Errorf("dev %s: not %s: %w; %s", dev, what, err, hint)
 }
 
 // maxApplyLines bounds the per-class lines apply prints.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/free5gc/gtpqos/shaper/devlock"
 	"github.com/free5gc/gtpqos/tests/testenv"
-	"github.com/free5gc/gtpqos/watch"
 )
 
 // A running watch holds the device's lock: apply refuses with one line and
@@ -17,10 +17,7 @@ func TestIntegrationApplyRefusesWatchedDevice(t *testing.T) {
 	ns.AddVethPair(t, "gql0", "gql1")
 	before := ns.Run(t, "tc", "qdisc", "show", "dev", "gql0")
 	lockDir := t.TempDir()
-	lk, err := watch.LockDevice(lockDir, "gql0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lk := lockIn(t, ns, lockDir, "gql0", devlock.Holder{Command: "watch", Role: "n3"})
 	rc, _, errs := runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml", "--dev", "gql0", "--lock-dir", lockDir)
 	if rc != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "dev gql0: not applied") {
 		t.Errorf("apply on a watched device: rc %d, stderr %q; want 1 and one line naming the device", rc, errs)
@@ -28,10 +25,23 @@ func TestIntegrationApplyRefusesWatchedDevice(t *testing.T) {
 	if now := ns.Run(t, "tc", "qdisc", "show", "dev", "gql0"); now != before {
 		t.Errorf("refused apply changed the device:\n%s\nwas:\n%s", now, before)
 	}
-	if err := lk.Unlock(); err != nil {
+	if err := lk.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if rc, out, errs := runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml", "--dev", "gql0", "--lock-dir", lockDir); rc != 0 {
 		t.Fatalf("apply after the watch stopped: rc %d\n%s%s", rc, out, errs)
 	}
+}
+
+// lockIn takes dev's lock as holder would from inside ns (device names,
+// and so lock files, are per network namespace).
+func lockIn(t *testing.T, ns *testenv.NetNS, dir, dev string, holder devlock.Holder) *devlock.Lock {
+	t.Helper()
+	var lk *devlock.Lock
+	var err error
+	ns.Do(t, func() { lk, err = devlock.Acquire(dir, dev, holder) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
 }

@@ -5,11 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/vishvananda/netns"
 
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
@@ -20,23 +17,11 @@ const examples = "../../examples/"
 func runIn(t *testing.T, ns *testenv.NetNS, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
+	rc := 0
 	if ns == nil {
-		rc := run(args, &out, &errb)
-		return rc, out.String(), errb.String()
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	if err := netns.Set(ns.Handle); err != nil {
-		t.Fatal(err)
-	}
-	rc := run(args, &out, &errb)
-	if err := netns.Set(orig); err != nil {
-		t.Fatal(err)
+		rc = run(args, &out, &errb)
+	} else {
+		ns.Do(t, func() { rc = run(args, &out, &errb) })
 	}
 	return rc, out.String(), errb.String()
 }
@@ -103,6 +88,42 @@ func TestPlanBadInput(t *testing.T) {
 			t.Errorf("plan %s: rc 0, want failure", b.name)
 		}
 		oneLine(t, "plan "+b.name, errs, b.want)
+	}
+}
+
+// A flow without a mark gets a class no mark classifier can reach: plan
+// warns (exit 0), naming the flow and saying its GBR stays reserved.
+func TestPlanWarnsUnreachableFlow(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "nomark.yaml")
+	body := "link: 30mbit\nflows:\n  - {name: A, qer: 1, gbr: 5mbit, mark: 2}\n  - {name: N, qer: 2, gbr: 3mbit}\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc, out, errs := runIn(t, nil, "plan", "-f", p)
+	if rc != 0 {
+		t.Fatalf("plan: rc %d, stderr %q", rc, errs)
+	}
+	want := "# problem: flow N (seid=0 qer=2): mark: no mark: classifier auto binds by mark and cannot steer its packets into class 6771:11"
+	if !strings.Contains(out, want) || !strings.Contains(out, "GBR 3mbit stays reserved") || strings.Contains(out, "flow A (") {
+		t.Errorf("plan output lacks the warning %q:\n%s", want, out)
+	}
+}
+
+// Extra positional arguments used to be ignored: "apply -f a.yaml b.yaml"
+// applied a.yaml alone. They are usage errors (exit 2, one line), found
+// before any device is opened.
+func TestExtraArgumentsAreUsageErrors(t *testing.T) {
+	f := examples + "seed-aware.yaml"
+	for _, args := range [][]string{
+		{"apply", "-f", f, "--dev", "nosuchdev0", "examples/seed-static.yaml"},
+		{"plan", "-f", f, "extra"},
+		{"verify", "--dev", "nosuchdev0", "extra"},
+	} {
+		rc, _, errs := runIn(t, nil, args...)
+		if rc != 2 {
+			t.Errorf("%v: rc %d, want 2 (usage)", args, rc)
+		}
+		oneLine(t, strings.Join(args, " "), errs, "unexpected argument")
 	}
 }
 

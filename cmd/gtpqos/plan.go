@@ -63,6 +63,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return usagef("%v", err)
 	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (flags go before it; one flows file with -f)", fs.Arg(0))
+	}
 	if *file == "" {
 		return usagef("-f flows.yaml is required")
 	}

@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/free5gc/gtpqos/shaper/backends"
-	"github.com/free5gc/gtpqos/watch"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 )
 
 func init() {
@@ -23,7 +23,7 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("reset", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	dev := fs.String("dev", "", "device")
-	lockDir := fs.String("lock-dir", watch.DefaultLockDir, "where gtpqos watch keeps its device locks: reset refuses a device a running watch holds")
+	lockDir := fs.String("lock-dir", devlock.DefaultDir, "directory of the per-device locks every writer (apply, reset, watch) holds while it writes")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: gtpqos reset --dev IF [--lock-dir /run/gtpqos]")
@@ -38,17 +38,13 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	be, err := backends.Open(*dev, backends.Options{})
+	// A running watch would rebuild what reset removes, and another apply
+	// or reset would interleave with it: reset holds the device's lock.
+	be, err := backends.Open(*dev, backends.Options{Writer: "reset", LockDir: *lockDir})
 	if err != nil {
-		return err
+		return refusal(*dev, "reset", "stop it first; with --cleanup-on-exit it removes its trees itself", err)
 	}
 	defer be.Close()
-	// A running watch would rebuild what reset removes.
-	unlock, err := watch.LockIfWatched(*lockDir, *dev, "reset", "stop it first; with --cleanup-on-exit it removes its trees itself")
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	lines, err := be.Reset(ctx)
 	for _, l := range lines {
 		fmt.Fprintln(stdout, l)

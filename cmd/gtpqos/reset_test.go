@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 	"github.com/free5gc/gtpqos/tests/shapetest"
-	"github.com/free5gc/gtpqos/watch"
 )
 
 // reset on the devices of a stock-gtp5g shaped lab removes the trees and
@@ -48,12 +48,9 @@ func TestIntegrationResetRemovesGTPUClassifier(t *testing.T) {
 			// A running watch holds the device's lock: reset refuses and
 			// changes nothing.
 			lockDir := t.TempDir()
-			lk, err := watch.LockDevice(lockDir, l.N3)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lk := lockIn(t, l.NS, lockDir, l.N3, devlock.Holder{Command: "watch", Role: "n3"})
 			rc, _, errs := runIn(t, l.NS, "reset", "--dev", l.N3, "--lock-dir", lockDir)
-			lk.Unlock()
+			lk.Release()
 			if rc != 1 || !strings.Contains(errs, "another gtpqos watch") || strings.Count(errs, "\n") != 1 {
 				t.Errorf("reset of a device a watch holds: rc %d, stderr %q; want 1 and one line naming the watch", rc, errs)
 			}

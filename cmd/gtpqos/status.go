@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 	"github.com/free5gc/gtpqos/status"
 )
 
@@ -30,11 +31,12 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	n3 := fs.String("n3", "", "N3 device with the downlink tree (default: the watch config's n3)")
 	n6 := fs.String("n6", "", "N6 device with the uplink tree (default: the watch config's n6)")
-	config := fs.String("config", status.DefaultConfig, "watch config file read for n3/n6 when --n3/--n6 are not given (ignored if absent)")
+	config := fs.String("config", status.DefaultConfig, "watch config file read for n3/n6 when --n3/--n6 are not given and no watch runs (ignored if absent)")
+	lockDir := fs.String("lock-dir", devlock.DefaultDir, "where a running gtpqos watch holds its device locks (they name its n3/n6 devices)")
 	interval := fs.Duration("interval", time.Second, "time between the two class counter readings for the RATE column (0: no rates)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos status [--json] [--n3 IF] [--n6 IF] [--config FILE] [--interval 1s]")
+			fmt.Fprintln(stdout, "usage: gtpqos status [--json] [--n3 IF] [--n6 IF] [--config FILE] [--lock-dir /run/gtpqos] [--interval 1s]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
@@ -55,7 +57,7 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	// status prints only that.
 	var devProblems []string
 	trees := func() status.Trees {
-		d3, d6, p := status.Devices(*n3, *n6, *config, explicit)
+		d3, d6, p := status.Devices(*n3, *n6, *config, explicit, *lockDir)
 		devProblems = p
 		if d3 == "" && d6 == "" {
 			return nil
@@ -92,7 +94,7 @@ func renderStatus(w io.Writer, rep status.Report) {
 		fmt.Fprintln(w, deviceLine(d))
 	}
 	if len(rep.Devices) == 0 {
-		fmt.Fprintln(w, "devices: none given (--n3/--n6 or n3/n6 in the watch config): no CLASS/RATE columns")
+		fmt.Fprintln(w, "devices: none given (--n3/--n6, a running gtpqos watch, or n3/n6 in the watch config): no CLASS/RATE columns")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEID\tQER\tQFI\tDIR\tGBR\tMBR\tAMBR\tMARK\tTEID\tCLASS\tRATE")

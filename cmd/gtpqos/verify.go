@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
 )
@@ -28,12 +29,15 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: gtpqos verify --dev IF [--interval 2s]")
-			fmt.Fprintln(stdout, "Prints one line per flow class that is not counting while unclassified traffic grows; exit 1 if any.")
+			fmt.Fprintln(stdout, "Prints one line per flow class that is not counting while unclassified traffic grows, and per foreign filter under the tree; exit 1 if any. Says so when gtp5g is not loaded.")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
 		}
 		return usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *dev == "" {
 		return usagef("--dev IF is required")
@@ -52,6 +56,11 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if !before.Owned {
 		return fmt.Errorf("dev %s: no gtpqos tree to verify", *dev)
+	}
+	// The tree is checked either way (a lab or another marker may feed
+	// it), but without gtp5g nothing of a UPF's marks or tunnels it.
+	if loaded, err := kmod.Host().Loaded(); err == nil && !loaded {
+		fmt.Fprintln(stdout, "note: gtp5g module not loaded: no UPF traffic reaches these classes; checking the tree and its counters alone")
 	}
 	select {
 	case <-ctx.Done():

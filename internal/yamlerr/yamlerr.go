@@ -8,6 +8,7 @@ package yamlerr
 import (
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 
@@ -46,4 +47,19 @@ func OneLine(name string, err error, where map[string]string) error {
 		msg += fmt.Sprintf(" (and %d more)", more)
 	}
 	return fmt.Errorf("%s: %s", name, msg)
+}
+
+// OneDocument fails when dec, which has decoded the first document of the
+// file name, finds another one after it ("---"): gtpqos's files hold one
+// document, and a second would otherwise be ignored without a word.
+func OneDocument(name string, dec *yaml.Decoder) error {
+	var n yaml.Node
+	err := dec.Decode(&n)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return OneLine(name, err, nil)
+	}
+	return fmt.Errorf("%s: line %d: a second YAML document (after '---'): the file must hold one", name, n.Line)
 }

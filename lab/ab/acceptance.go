@@ -14,8 +14,8 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
-// SeedAcceptance evaluates the seed experiment's acceptance criteria (issue
-// 3) on results that have a static and an aware arm with flows A, B and C:
+// SeedAcceptance evaluates the seed experiment's acceptance criteria on
+// results that have a static and an aware arm with flows A, B and C:
 //
 //   - static: every flow within ±3% of an equal share; A fails its GBR
 //     (below 95%); B exceeds its MBR (above 105%);

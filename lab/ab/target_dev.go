@@ -59,8 +59,8 @@ func (t *DeviceTarget) Traffic(ctx context.Context, _ []shaper.Flow, start time.
 }
 
 // Close removes the experiment's tree if the device had none before;
-// otherwise it leaves the last arm's tree and says so in Note (a running
-// 'gtpqos watch' puts its own tree back on its next resync).
+// otherwise it leaves the last arm's tree and says so in Note. Closing the
+// backend releases the device's lock, if it was opened as a writer.
 func (t *DeviceTarget) Close(ctx context.Context) error {
 	defer t.be.Close()
 	if t.hadTree {

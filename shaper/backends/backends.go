@@ -13,6 +13,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/devlock"
 	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
@@ -50,6 +51,17 @@ type Options struct {
 	// OnPool, if set, hears how far the background build of the pool of
 	// spare classes got (incremental backends): ready of want spares.
 	OnPool func(dev string, ready, want int)
+	// Writer, when set, names the command that will write the device's
+	// QoS state ("apply", "reset", "watch", "ab"): Open then takes the
+	// device's lock (package devlock) in LockDir (default
+	// devlock.DefaultDir), failing at once with a *devlock.HeldError when
+	// another writer holds it, and the Backend's Close releases it.
+	// Readers (status, verify, plan) leave it empty.
+	Writer string
+	// WriterRole is the device's role for a watch ("n3", "n6"), recorded
+	// in the lock so that `gtpqos status` finds a running watch's devices.
+	WriterRole string
+	LockDir    string
 }
 
 // Shared is what the backends of one UPF share: the GTP-U classifier,
@@ -102,6 +114,19 @@ func Open(dev string, o Options) (shaper.Backend, error) {
 		closeH()
 		return nil, fmt.Errorf("device %s: %w", dev, err)
 	}
+	if o.Writer != "" {
+		dir := o.LockDir
+		if dir == "" {
+			dir = devlock.DefaultDir
+		}
+		lk, err := devlock.Acquire(dir, dev, devlock.Holder{Command: o.Writer, Role: o.WriterRole})
+		if err != nil {
+			closeH()
+			return nil, err
+		}
+		closeHandle := closeH
+		closeH = func() { closeHandle(); _ = lk.Release() }
+	}
 	ho := htb.Options{Force: o.Force, Classifier: o.Classifier, Leaf: o.Leaf, Incremental: o.Incremental, N3: o.N3, OnPool: o.OnPool}
 	if o.Classifier == shaper.KindGTPU {
 		g := gtpu.New(gtpu.Options{N3: o.N3})
@@ -143,6 +168,11 @@ func Plan(flows []shaper.Flow, pol shaper.Policy) (Planned, error) {
 	p := Planned{Problems: probs, Classifier: pol.Classifier}
 	if t != nil {
 		p.Classifier, p.render = t.Classifier, t.TCCommands
+		c := htb.ClassifierFor(t.Classifier)
+		if t.Classifier == shaper.KindGTPU {
+			c = gtpu.New(gtpu.Options{}).Downlink()
+		}
+		p.Problems = append(p.Problems, htb.UnreachableProblems(t, c)...)
 	}
 	return p, nil
 }

@@ -109,6 +109,24 @@ type Prober interface {
 	Probe(ctx context.Context, env Env) error
 }
 
+// KeyNeeder is implemented by classifiers that can tell, before any
+// write, whether an entry carries the key they bind by. Sync skips an
+// entry without it (its packets reach the default class); a backend warns
+// about it up front.
+type KeyNeeder interface {
+	// MissingKey returns the field the entry lacks ("mark", "teid"), or
+	// "" when the classifier can bind it.
+	MissingKey(e Entry) string
+}
+
+// FilterOwner is implemented by classifiers that install tc filters
+// under the root qdisc: Owns says whether a filter read from the kernel is
+// one of theirs. Every other filter under the root is foreign, and the
+// backend removes it (everything under gtpqos's root is gtpqos's).
+type FilterOwner interface {
+	Owns(f netlink.Filter) bool
+}
+
 // DeltaSyncer is implemented by classifiers that can move their entries
 // from one table to the next without reading the kernel back. A backend in
 // incremental mode uses it between full runs; a classifier without it gets

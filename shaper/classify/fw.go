@@ -36,6 +36,24 @@ func (c *Fw) Kind() shaper.ClassifierKind { return shaper.KindFw }
 
 func (c *Fw) TakeWrites() int { n := c.writes; c.writes = 0; return n }
 
+// Owns implements FilterOwner: the fw filters at FwPrio for every
+// protocol.
+func (c *Fw) Owns(f netlink.Filter) bool {
+	_, ok := f.(*netlink.FwFilter)
+	return ok && f.Attrs().Priority == FwPrio && f.Attrs().Protocol == unix.ETH_P_ALL
+}
+
+// MissingKey implements KeyNeeder: fw binds by mark.
+func (c *Fw) MissingKey(e Entry) string { return missingMark(e) }
+
+// missingMark is the mark classifiers' KeyNeeder: they bind by mark.
+func missingMark(e Entry) string {
+	if e.Mark == 0 {
+		return "mark"
+	}
+	return ""
+}
+
 func fwFilter(env Env, mark, classID uint32, prio uint16) *netlink.FwFilter {
 	return &netlink.FwFilter{
 		FilterAttrs: netlink.FilterAttrs{LinkIndex: env.Link.Attrs().Index, Parent: env.Root, Handle: mark,

@@ -61,6 +61,16 @@ func (c *MarkBPF) Kind() shaper.ClassifierKind { return shaper.KindBPF }
 
 func (c *MarkBPF) TakeWrites() int { n := c.writes; c.writes = 0; return n }
 
+// Owns implements FilterOwner: the cls_bpf filter at BPFPrio named
+// gtpqos_mark* (any version).
+func (c *MarkBPF) Owns(f netlink.Filter) bool {
+	b, ok := f.(*netlink.BpfFilter)
+	return ok && b.Priority == BPFPrio && strings.HasPrefix(b.Name, bpfFilterPrefix)
+}
+
+// MissingKey implements KeyNeeder: the program looks the mark up.
+func (c *MarkBPF) MissingKey(e Entry) string { return missingMark(e) }
+
 // markProgram returns the classifier's instructions for map fd.
 func markProgram(mapFD int) asm.Instructions {
 	return asm.Instructions{

@@ -163,7 +163,7 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	}
 	planPol := b.policy(pol)
 	tree, problems := Plan(flows, planPol, prev)
-	rep.Problems = problems
+	rep.Problems = append(problems, b.warnings(tree)...)
 	if p, bad := shaper.FirstError(problems); bad && (tree == nil || opt.Strict) {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, p)
 	}

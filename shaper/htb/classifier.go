@@ -86,12 +86,19 @@ func (r *Reconciler) detect(ctx context.Context, env classify.Env, res *Result) 
 			}
 		}
 	}
-	if err := r.builtin(shaper.KindFw).(classify.Prober).Probe(ctx, env); err == nil {
+	// The probe of a throwaway namespace where it could run; else a test
+	// filter on this device's root.
+	var err error
+	if f := probedFeatures(); f.known {
+		err = f.fw
+	} else {
+		err = r.builtin(shaper.KindFw).(classify.Prober).Probe(ctx, env)
+	}
+	if err == nil {
 		res.Notes = append(res.Notes, "classifier auto: kernel has cls_fw: using fw")
 		return shaper.KindFw
-	} else {
-		res.Notes = append(res.Notes, fmt.Sprintf("classifier auto: no cls_fw in this kernel (%v): using bpf (cls_bpf + mark->class map)", err))
 	}
+	res.Notes = append(res.Notes, fmt.Sprintf("classifier auto: no cls_fw in this kernel (%v): using bpf (cls_bpf + mark->class map)", err))
 	return shaper.KindBPF
 }
 

@@ -32,6 +32,12 @@ func newLab(t testing.TB) *lab {
 	t.Helper()
 	testenv.RequireCmd(t, "ip", "tc")
 	ns := testenv.NewNetNS(t)
+	// No IPv6: the kernel's neighbour discovery and MLD packets right after
+	// the veth comes up would race the build of a fresh root (sent before
+	// its default class exists, they take HTB's direct queue; the fault
+	// tests assert that contract, tests/faults). Here only the tests' own
+	// packets flow.
+	ns.Run(t, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 	l := &lab{ns: ns, dev: "gqa0"}
 	ns.AddVethPair(t, l.dev, "gqb0")
 	ns.Run(t, "ip", "addr", "add", "10.77.0.1/24", "dev", l.dev)

@@ -16,8 +16,14 @@ type leaf interface {
 	// HTB's built-in pfifo (nothing to create).
 	want(link netlink.Link, t *Tree, minor uint16) netlink.Qdisc
 	// matches reports whether q (nil: none, HTB's built-in pfifo) is the
-	// leaf t asks for under class minor.
-	matches(t *Tree, minor uint16, q netlink.Qdisc) bool
+	// leaf t asks for under class minor on link, with every parameter the
+	// kernel reports: a qdisc of the right kind with other parameters is
+	// drift too (everything under the root is gtpqos's).
+	matches(link netlink.Link, t *Tree, minor uint16, q netlink.Qdisc) bool
+	// inPlace reports whether replacing q with want's qdisc repairs it; if
+	// not (a parameter the kernel cannot change, or netlink cannot send),
+	// q is deleted first.
+	inPlace(t *Tree, minor uint16, q netlink.Qdisc) bool
 	// read returns the leaf spec a qdisc read from the kernel stands for,
 	// or false if q is not of this kind.
 	read(q netlink.Qdisc) (shaper.LeafSpec, bool)
@@ -32,19 +38,60 @@ var leaves = map[shaper.LeafKind]leaf{shaper.LeafFQCodel: fqCodelLeaf{}, shaper.
 // the kernel default, 5 ms: vishvananda/netlink does not send one).
 type fqCodelLeaf struct{}
 
+// fq_codel's defaults for what the policy does not set (kernel
+// net/sched/sch_fq_codel.c): gtpqos sends the ones netlink can, and
+// compares every one it reads back.
+const (
+	fqCodelFlows       = 1024
+	fqCodelDropBatch   = 64
+	fqCodelMemoryLimit = 32 << 20
+	fqCodelTargetUs    = 5000
+)
+
 func (fqCodelLeaf) want(link netlink.Link, t *Tree, minor uint16) netlink.Qdisc {
 	q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Parent: t.ClassID(minor), Handle: netlink.MakeHandle(minor, 0)})
 	q.Limit = t.Leaf.Limit
 	q.Interval = t.Leaf.IntervalUs
+	q.DropBatchSize, q.MemoryLimit = fqCodelDropBatch, fqCodelMemoryLimit
+	q.Quantum = fqCodelQuantum(link)
 	return q
 }
 
-func (fqCodelLeaf) matches(t *Tree, minor uint16, q netlink.Qdisc) bool {
+// fqCodelQuantum is fq_codel's default quantum on link, the device's MTU
+// plus its link-layer header, where the header is known (0: not compared,
+// the kernel's default is kept).
+func fqCodelQuantum(link netlink.Link) uint32 {
+	a := link.Attrs()
+	if a.EncapType == "ether" || a.EncapType == "loopback" {
+		return uint32(a.MTU) + 14
+	}
+	return 0
+}
+
+func (l fqCodelLeaf) matches(link netlink.Link, t *Tree, minor uint16, q netlink.Qdisc) bool {
 	fq, ok := q.(*netlink.FqCodel)
-	if !ok || fq.Handle != netlink.MakeHandle(minor, 0) {
+	if !ok || fq.Handle != netlink.MakeHandle(minor, 0) || !l.inPlace(t, minor, q) {
 		return false
 	}
-	return (t.Leaf.Limit == 0 || fq.Limit == t.Leaf.Limit) && (t.Leaf.IntervalUs == 0 || nearUs(fq.Interval, t.Leaf.IntervalUs))
+	quantum := fqCodelQuantum(link)
+	return (t.Leaf.Limit == 0 || fq.Limit == t.Leaf.Limit) && (t.Leaf.IntervalUs == 0 || nearUs(fq.Interval, t.Leaf.IntervalUs)) &&
+		fq.ECN == 1 && fq.DropBatchSize == fqCodelDropBatch && fq.MemoryLimit == fqCodelMemoryLimit &&
+		(quantum == 0 || fq.Quantum == quantum)
+}
+
+// inPlace: the kernel cannot change an fq_codel's flows, and netlink
+// sends neither its target nor a zero ce_threshold: such a qdisc of ours
+// is deleted and created again.
+func (fqCodelLeaf) inPlace(t *Tree, minor uint16, q netlink.Qdisc) bool {
+	fq, ok := q.(*netlink.FqCodel)
+	if !ok || fq.Handle != netlink.MakeHandle(minor, 0) {
+		return true // another kind or handle: replaced by a new qdisc
+	}
+	target := t.Leaf.TargetUs
+	if target == 0 {
+		target = fqCodelTargetUs
+	}
+	return fq.Flows == fqCodelFlows && fq.CEThreshold == 0 && nearUs(fq.Target, target)
 }
 
 func (fqCodelLeaf) read(q netlink.Qdisc) (shaper.LeafSpec, bool) {
@@ -70,9 +117,13 @@ type fifoLeaf struct{}
 
 func (fifoLeaf) want(netlink.Link, *Tree, uint16) netlink.Qdisc { return nil }
 
-func (fifoLeaf) matches(_ *Tree, _ uint16, q netlink.Qdisc) bool {
-	return q == nil || q.Type() == "pfifo"
+// matches: HTB's built-in pfifo is not listed (or has no handle); a
+// listed pfifo was added by hand, with its own limit, and is drift.
+func (fifoLeaf) matches(_ netlink.Link, _ *Tree, _ uint16, q netlink.Qdisc) bool {
+	return q == nil || (q.Type() == "pfifo" && q.Attrs().Handle == 0)
 }
+
+func (fifoLeaf) inPlace(*Tree, uint16, netlink.Qdisc) bool { return true }
 
 func (fifoLeaf) read(q netlink.Qdisc) (shaper.LeafSpec, bool) {
 	return shaper.LeafSpec{Kind: shaper.LeafFIFO}, q == nil || q.Type() == "pfifo"
@@ -101,12 +152,17 @@ func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, re
 		return r.leafAuto
 	}
 	q := fq.want(link, desired, desired.DefaultMinor)
-	if err := r.do(func() error { return r.h.QdiscReplace(q) }); err != nil {
+	// A kernel known to lack fq_codel is not asked again on this device.
+	err := probedFeatures().fqCodel
+	if err == nil {
+		err = r.do(func() error { return r.h.QdiscReplace(q) })
+	}
+	if err != nil {
 		r.leafAuto = shaper.LeafFIFO
 		res.Notes = append(res.Notes, fmt.Sprintf("fq_codel not available in this kernel (%v): leaves use FIFO (HTB's built-in pfifo, limit = txqueuelen)", err))
 		return r.leafAuto
 	}
-	st.byParent[defID] = q
+	st.byParent[defID] = asKernel(desired, q)
 	res.Leaves = append(res.Leaves, desired.DefaultMinor)
 	r.leafAuto = shaper.LeafFQCodel
 	return r.leafAuto
@@ -130,14 +186,21 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 		}
 		id := desired.ClassID(c.Minor)
 		cur := st.byParent[id]
-		if lf.matches(desired, c.Minor, cur) {
+		if lf.matches(link, desired, c.Minor, cur) {
 			continue
 		}
-		if nq := lf.want(link, desired, c.Minor); nq != nil {
+		nq := lf.want(link, desired, c.Minor)
+		if cur != nil && nq != nil && !lf.inPlace(desired, c.Minor, cur) {
+			if err := r.do(func() error { return r.h.QdiscDel(cur) }); err != nil {
+				return fmt.Errorf("dev %s: remove leaf %s under class %s: %w", r.dev, cur.Type(), desired.Handle(c.Minor), err)
+			}
+			delete(st.byParent, id)
+		}
+		if nq != nil {
 			if err := r.do(func() error { return r.h.QdiscReplace(nq) }); err != nil {
 				return fmt.Errorf("dev %s: leaf %s under class %s: %w", r.dev, kind, desired.Handle(c.Minor), err)
 			}
-			st.byParent[id] = nq
+			st.byParent[id] = asKernel(desired, nq)
 		} else {
 			// Deleting the leaf makes HTB graft its default pfifo.
 			if err := r.do(func() error { return r.h.QdiscDel(cur) }); err != nil {
@@ -148,6 +211,28 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 		res.Leaves = append(res.Leaves, c.Minor)
 	}
 	return nil
+}
+
+// asKernel returns the qdisc q as the kernel reports it once written:
+// the parameters netlink does not send hold the kernel's defaults, so a
+// leaf remembered after a write (incremental mode) compares equal to the
+// same leaf read back.
+func asKernel(t *Tree, q netlink.Qdisc) netlink.Qdisc {
+	fq, ok := q.(*netlink.FqCodel)
+	if !ok {
+		return q
+	}
+	c := *fq
+	if c.Target == 0 {
+		c.Target = t.Leaf.TargetUs
+		if c.Target == 0 {
+			c.Target = fqCodelTargetUs
+		}
+	}
+	if c.Flows == 0 {
+		c.Flows = fqCodelFlows
+	}
+	return &c
 }
 
 // readLeaf returns the leaf spec of the qdisc q found under a leaf class

@@ -141,6 +141,9 @@ func (p *planner) assignMinors() {
 	p.prev, p.had, p.flowMinor = make([]Class, n), make([]bool, n), make([]uint16, n)
 	for i := range p.adm.Flows {
 		p.prev[i], p.had[i] = p.ix.lookup(&p.adm.Flows[i])
+	}
+	p.distrustBindings()
+	for i := range p.adm.Flows {
 		if p.had[i] {
 			p.had[i] = p.reserve(p.prev[i].Minor)
 		}

@@ -63,6 +63,10 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 	if err := r.checkKind(desired); err != nil {
 		return nil, err
 	}
+	// So must a classifier or leaf the kernel lacks.
+	if err := r.checkKernel(r.requestedKind(desired.Classifier), r.requestedLeaf(desired.Leaf.Kind)); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -100,6 +104,11 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 // steps makes the device match desired, in the order that never points a
 // packet at a class that does not exist.
 func (u *run) steps() error {
+	if !u.res.Incremental {
+		if err := u.removeForeignFilters(); err != nil {
+			return err
+		}
+	}
 	if err := u.recreateMoved(); err != nil {
 		return err
 	}
@@ -183,11 +192,14 @@ func (u *run) recreateMoved() error {
 			}
 		}
 	}
-	// Unbind the moved flows first, then delete them children first.
+	// Unbind the moved flows first, then delete them children first. The
+	// table binds only classes that exist and stay: a new flow's class
+	// does not exist yet, and binding it now would send its packets to the
+	// default class until step 3 creates it (the final sync binds it).
 	keep := *u.desired
 	keep.Classes = make([]Class, 0, len(u.desired.Classes))
 	for _, c := range u.desired.Classes {
-		if !moved[c.Minor] {
+		if _, exists := actual[c.Minor]; exists && !moved[c.Minor] {
 			keep.Classes = append(keep.Classes, c)
 		}
 	}

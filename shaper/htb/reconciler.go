@@ -9,9 +9,9 @@ import (
 )
 
 // Reconciler makes one device's HTB tree match a desired Tree. It keeps one
-// netlink handle for its lifetime (pass netlink.NewHandleAt(ns) to work in a
-// network namespace) and remembers the classifier and leaf it detected.
-// It is not safe for concurrent use.
+// netlink handle for its lifetime (pass netlink.NewHandleAt(ns,
+// unix.NETLINK_ROUTE) to work in a network namespace) and remembers the
+// classifier and leaf it detected. It is not safe for concurrent use.
 type Reconciler struct {
 	h     *netlink.Handle
 	dev   string

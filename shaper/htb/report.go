@@ -119,6 +119,11 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 		in.Unplaced = att.Egress.Unplaced()
 		in.Problems = att.Egress.Dangling(b.dev, t.ClassID(0), ids)
 	}
+	foreign, err := rec.foreignFilterProblems()
+	if err != nil {
+		return nil, err
+	}
+	in.Problems = append(in.Problems, foreign...)
 	return in, nil
 }
 

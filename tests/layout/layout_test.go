@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -58,9 +59,10 @@ func TestModelHasNoKernelImports(t *testing.T) {
 // maxFuncLines is the longest a product function may be.
 const maxFuncLines = 80
 
-// TestFunctionLength fails for product functions longer than maxFuncLines
-// (tests, generated code and the tests/ tree are exempt).
-func TestFunctionLength(t *testing.T) {
+// eachProductFile parses every product Go file (tests, generated code and
+// the tests/ tree left out) and calls f with its path from the top.
+func eachProductFile(t *testing.T, f func(rel string, fset *token.FileSet, file *ast.File)) {
+	t.Helper()
 	top := root(t)
 	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -77,10 +79,22 @@ func TestFunctionLength(t *testing.T) {
 			return nil
 		}
 		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, 0)
+		file, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			return err
 		}
+		f(rel, fset, file)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFunctionLength fails for product functions longer than maxFuncLines
+// (tests, generated code and the tests/ tree are exempt).
+func TestFunctionLength(t *testing.T) {
+	eachProductFile(t, func(rel string, fset *token.FileSet, f *ast.File) {
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
@@ -91,11 +105,7 @@ func TestFunctionLength(t *testing.T) {
 				t.Errorf("%s: func %s is %d lines (max %d): split it along its steps", rel, fn.Name.Name, n, maxFuncLines)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // generated reports whether a Go file says it is generated.
@@ -106,4 +116,71 @@ func generated(path string) bool {
 	}
 	head := string(b[:min(len(b), 512)])
 	return strings.Contains(head, "Code generated") && strings.Contains(head, "DO NOT EDIT")
+}
+
+// issueRef matches a reference to a tracker issue: the word issue (or
+// issues) followed by a number, with or without "#".
+var issueRef = regexp.MustCompile(`(?i)\bissues?\s*#?[0-9]+`)
+
+// TestNoIssueNumbers fails where code, comments, output strings or docs
+// name a tracker issue: users do not know our issue numbers, and the
+// repository cites only what is in it. It reads the repository's text
+// files (.go, .md, .yaml, shell, Makefile, unit files).
+func TestNoIssueNumbers(t *testing.T) {
+	top := root(t)
+	exts := map[string]bool{".go": true, ".md": true, ".yaml": true, ".yml": true, ".sh": true, ".service": true, ".c": true, ".h": true}
+	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "out" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !exts[filepath.Ext(path)] && d.Name() != "Makefile" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := issueRef.FindString(line); m != "" {
+				rel, _ := filepath.Rel(top, path)
+				t.Errorf("%s:%d: %q names a tracker issue: say what is meant instead", rel, i+1, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRouteNetlinkOnly fails where product code opens a netlink handle
+// without naming its families: netlink.NewHandle() and NewHandleAt(ns)
+// also open xfrm and netfilter sockets, which fail where those modules
+// cannot load (minimal VMs, containers); gtpqos needs route netlink only.
+func TestRouteNetlinkOnly(t *testing.T) {
+	eachProductFile(t, func(rel string, fset *token.FileSet, f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "netlink" {
+				return true
+			}
+			if (sel.Sel.Name == "NewHandle" && len(call.Args) == 0) || (sel.Sel.Name == "NewHandleAt" && len(call.Args) == 1) {
+				t.Errorf("%s:%d: netlink.%s without families: pass unix.NETLINK_ROUTE", rel, fset.Position(call.Pos()).Line, sel.Sel.Name)
+			}
+			return true
+		})
+	})
 }

@@ -100,6 +100,29 @@ func (n *NetNS) Try(name string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// Do runs f with the calling goroutine's thread inside the namespace
+// (what f opens — netlink sockets, lock files keyed by namespace — belongs
+// to it), and returns the thread to its namespace after.
+func (n *NetNS) Do(tb testing.TB, f func()) {
+	tb.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		tb.Fatalf("get current netns: %v", err)
+	}
+	defer orig.Close()
+	if err := netns.Set(n.Handle); err != nil {
+		tb.Fatalf("enter netns %s: %v", n.Name, err)
+	}
+	defer func() {
+		if err := netns.Set(orig); err != nil {
+			tb.Fatalf("return from netns %s: %v", n.Name, err)
+		}
+	}()
+	f()
+}
+
 // AddVethPair creates a veth pair a<->b, both ends inside this namespace and
 // up. It is removed with the namespace.
 func (n *NetNS) AddVethPair(tb testing.TB, a, b string) {

@@ -217,3 +217,12 @@ func minorOf(classID, root uint32) (uint16, bool) {
 	}
 	return uint16(classID), true
 }
+
+// missingTEID says "teid" when an entry has no TEID to key it by (unless
+// keys are QFI only).
+func (c *Classifier) missingTEID(e classify.Entry) string {
+	if !c.opts.QFIOnly && e.TEID == 0 {
+		return "teid"
+	}
+	return ""
+}

@@ -100,3 +100,7 @@ func (d downlink) Patch(ctx context.Context, env classify.Env, del, put []classi
 	addSync(&res, s)
 	return res, err
 }
+
+// MissingKey implements classify.KeyNeeder: downlink packets are bound by
+// (TEID, QFI) (by QFI alone in QFI-only mode).
+func (d downlink) MissingKey(e classify.Entry) string { return d.c.missingTEID(e) }

@@ -162,3 +162,16 @@ func (u uplink) Patch(ctx context.Context, env classify.Env, del, put []classify
 	addSync(&res, s)
 	return res, err
 }
+
+// MissingKey implements classify.KeyNeeder: an uplink flow is marked by
+// (TEID, QFI) on N3 ingress and classified by that mark on N6 egress, so
+// it needs both.
+func (u uplink) MissingKey(e classify.Entry) string {
+	if k := u.c.missingTEID(e); k != "" {
+		return k
+	}
+	if e.Mark == 0 {
+		return "mark"
+	}
+	return ""
+}

@@ -1,0 +1,82 @@
+package htb
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+)
+
+// A flow without the key its classifier binds by used to get a class no
+// packet could reach, its GBR reserved, without a word. Apply now warns,
+// naming the flow and the missing key and saying the GBR stays reserved;
+// the flow keeps its class. The key depends on the classifier, so the
+// backend says it: a mark for fw/bpf, a TEID for the GTP-U classifier.
+func TestIntegrationUnreachableFlowWarned(t *testing.T) {
+	l := newLab(t)
+	flows := append(seedFlows(), shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: 9}, Name: "D", QFI: 5, Direction: shaper.Downlink, GBR: 2 * mbit, TEID: 0x77})
+	be := Open(l.h, nil, l.dev, Options{Leaf: shaper.LeafFIFO})
+	rep, err := be.Apply(context.Background(), flows, shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []shaper.Problem
+	for _, p := range rep.Problems {
+		if p.Kind == shaper.Unreachable {
+			warned = append(warned, p)
+		}
+	}
+	if len(warned) != 1 || warned[0].Severity != shaper.Warning || warned[0].Field != "mark" ||
+		!strings.Contains(warned[0].Error(), "flow D (seid=1 qer=9)") || !strings.Contains(warned[0].Detail, "GBR 2mbit stays reserved") {
+		t.Fatalf("problems %v; want one unreachable warning for flow D naming its mark and its reserved GBR", rep.Problems)
+	}
+	if _, ok := rep.FlowClass(shaper.FlowID{SEID: 1, QERID: 9}); !ok {
+		t.Errorf("flow D lost its class: %v", rep.Classes)
+	}
+	// The GTP-U classifier binds by TEID: D has one, A/B/C do not.
+	tree := mustPlan(t, flows, shaper.DefaultPolicy(30*mbit), nil)
+	tree.Classifier = shaper.KindGTPU
+	ps := UnreachableProblems(tree, gtpu.New(gtpu.Options{}).Downlink())
+	if len(ps) != 3 || ps[0].Field != "teid" || !strings.Contains(ps[0].Detail, "classifier gtpu binds by teid") {
+		t.Errorf("gtpu: %v; want A, B and C warned about their missing TEID", ps)
+	}
+}
+
+// Applying to a device that is down used to be silent. It still installs
+// the tree (an operator may provision before bringing the link up), with a
+// warning saying the device is down.
+func TestIntegrationDeviceDownWarned(t *testing.T) {
+	l := newLab(t)
+	l.ns.Run(t, "ip", "link", "set", l.dev, "down")
+	be := Open(l.h, nil, l.dev, Options{Leaf: shaper.LeafFIFO})
+	rep, err := be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	if err != nil {
+		t.Fatalf("apply to a down device: %v; want it installed", err)
+	}
+	var down []shaper.Problem
+	for _, p := range rep.Problems {
+		if p.Kind == shaper.DeviceDown {
+			down = append(down, p)
+		}
+	}
+	if len(down) != 1 || down[0].Severity != shaper.Warning || !strings.Contains(down[0].Error(), "dev "+l.dev) ||
+		!strings.Contains(down[0].Detail, "is down") {
+		t.Errorf("problems %v; want one warning that dev %s is down", rep.Problems, l.dev)
+	}
+	if got := len(l.tcClasses(t)); got != 5 {
+		t.Errorf("%d classes on the down device, want the 5 of the tree", got)
+	}
+	// The peer down: the device is up but has no carrier.
+	l.ns.Run(t, "ip", "link", "set", l.dev, "up")
+	l.ns.Run(t, "ip", "link", "set", "gqb0", "down")
+	rep, err = be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Detail, "no carrier") {
+		t.Errorf("apply without carrier: %v, problems %v; want one no-carrier warning", err, rep.Problems)
+	}
+	l.ns.Run(t, "ip", "link", "set", "gqb0", "up")
+	if rep, _ := be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true}); len(rep.Problems) != 0 {
+		t.Errorf("device up: problems %v, want none", rep.Problems)
+	}
+}

@@ -1,0 +1,146 @@
+package htb
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+)
+
+// kernelFeatures says which of the optional kernel parts the backend uses
+// this kernel has. They are probed once per process, in a network
+// namespace of the probe's own that no one else sees and that vanishes
+// with the probe, so finding out never writes to the device being shaped
+// (adding a test filter or qdisc there would be a change of its tree,
+// made before the run knows it may write at all).
+type kernelFeatures struct {
+	// known is false when the probe could not run (creating a network
+	// namespace needs CAP_SYS_ADMIN); why says what failed. Callers then
+	// fall back to learning on the device, as writes fail.
+	known bool
+	why   string
+	// fw, fqCodel and bpf are nil when cls_fw, the fq_codel qdisc and a
+	// cls_bpf program load work, else the kernel's answer.
+	fw, fqCodel, bpf error
+}
+
+var (
+	featuresOnce sync.Once
+	features     kernelFeatures
+)
+
+// probedFeatures returns the kernel's features, probing on first use.
+func probedFeatures() kernelFeatures {
+	featuresOnce.Do(func() {
+		done := make(chan kernelFeatures, 1)
+		go func() {
+			// The thread enters the probe's namespace and is never
+			// unlocked: Go ends it with this goroutine, so no other
+			// goroutine ever runs in that namespace.
+			runtime.LockOSThread()
+			done <- probeInNewNetNS()
+		}()
+		features = <-done
+	})
+	return features
+}
+
+// probeInNewNetNS moves the calling (locked) thread into a fresh network
+// namespace and tries an HTB root on its loopback, a fw filter under it
+// and an fq_codel leaf, then loads the mark classifier's BPF program.
+func probeInNewNetNS() kernelFeatures {
+	ns, err := netns.New()
+	if err != nil {
+		return kernelFeatures{why: fmt.Sprintf("create a network namespace to probe in: %v", err)}
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return kernelFeatures{why: fmt.Sprintf("netlink in the probe's namespace: %v", err)}
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return kernelFeatures{why: fmt.Sprintf("loopback of the probe's namespace: %v", err)}
+	}
+	root := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: lo.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
+	if err := h.QdiscAdd(root); err != nil {
+		return kernelFeatures{why: fmt.Sprintf("HTB root in the probe's namespace: %v", err)}
+	}
+	f := kernelFeatures{known: true}
+	env := classify.Env{Handle: h, Link: lo, Root: root.Handle}
+	f.fw = classify.NewFw().Probe(context.Background(), env)
+	cls := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: lo.Attrs().Index, Handle: netlink.MakeHandle(1, 1), Parent: root.Handle},
+		netlink.HtbClassAttrs{Rate: 1_000_000})
+	if f.fqCodel = h.ClassAdd(cls); f.fqCodel == nil {
+		f.fqCodel = h.QdiscAdd(netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: lo.Attrs().Index, Parent: cls.Handle,
+			Handle: netlink.MakeHandle(0x10, 0)}))
+	}
+	f.bpf = classify.NewMarkBPF().Probe(context.Background(), env)
+	return f
+}
+
+// requestedKind is the classifier kind a run for desired is asked for
+// ("" when a custom classifier is given, whose kind needs no probe here).
+func (r *Reconciler) requestedKind(desired shaper.ClassifierKind) shaper.ClassifierKind {
+	if r.cls != nil {
+		return ""
+	}
+	if r.kind != "" && r.kind != shaper.KindAuto {
+		return r.kind
+	}
+	if desired == "" {
+		return shaper.KindAuto
+	}
+	return desired
+}
+
+// requestedLeaf is the leaf kind a run for desired is asked for.
+func (r *Reconciler) requestedLeaf(desired shaper.LeafKind) shaper.LeafKind {
+	if r.leaf != "" && r.leaf != shaper.LeafAuto {
+		return r.leaf
+	}
+	return desired
+}
+
+// checkKernel fails, before anything is written, when the kernel lacks the
+// classifier or leaf qdisc asked for explicitly, naming the missing
+// feature. auto needs no check: it picks what the kernel has (it fails
+// only when neither classifier it can pick works).
+func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf shaper.LeafKind) error {
+	if kind == "" && leaf != shaper.LeafFQCodel {
+		return nil
+	}
+	f := probedFeatures()
+	if !f.known {
+		return nil
+	}
+	switch {
+	case kind == shaper.KindFw && f.fw != nil:
+		return fmt.Errorf("dev %s: classifier fw: this kernel has no cls_fw (a fw filter was refused: %v); use classifier bpf or auto", r.dev, f.fw)
+	case kind == shaper.KindBPF && f.bpf != nil:
+		return fmt.Errorf("dev %s: classifier bpf: the kernel refused the cls_bpf program (%v); use classifier fw or auto", r.dev, f.bpf)
+	case kind == shaper.KindAuto && f.fw != nil && f.bpf != nil:
+		return fmt.Errorf("dev %s: classifier auto: this kernel has neither cls_fw (%v) nor a usable cls_bpf (%v)", r.dev, f.fw, f.bpf)
+	case leaf == shaper.LeafFQCodel && f.fqCodel != nil:
+		return fmt.Errorf("dev %s: leaf fq_codel: this kernel has no fq_codel qdisc (one was refused: %v); use leaf fifo or auto", r.dev, f.fqCodel)
+	}
+	return nil
+}
+
+// Precheck implements shaper.Prechecker: it fails, before anything is
+// written, when the kernel lacks the classifier or leaf qdisc that pol
+// (with the backend's overrides) asks for explicitly.
+func (b *Backend) Precheck(ctx context.Context, pol shaper.Policy) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.policy(pol)
+	return b.rec.checkKernel(b.rec.requestedKind(p.Classifier), b.rec.requestedLeaf(p.Leaf.Kind))
+}

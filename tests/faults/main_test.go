@@ -1,0 +1,107 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"testing"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/backends"
+)
+
+// gtpqosBin is the built binary; buildErr says why there is none.
+var (
+	gtpqosBin string
+	buildErr  error
+)
+
+// writerEnv makes the test binary a watch-equivalent writer (see
+// runWriter) instead of running tests.
+const writerEnv = "GTPQOS_FAULT_WRITER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(writerEnv); spec != "" {
+		if err := runWriter(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	// GTPQOS_FAULTS_BIN runs the tests against another build (an older
+	// one, to see which contract it breaks).
+	if bin := os.Getenv("GTPQOS_FAULTS_BIN"); bin != "" {
+		gtpqosBin = bin
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "gtpqos-faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gtpqosBin, buildErr = build(dir)
+	rc := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(rc)
+}
+
+// build builds cmd/gtpqos into dir.
+func build(dir string) (string, error) {
+	if _, err := exec.LookPath("go"); err != nil {
+		return "", fmt.Errorf("needs the go command on PATH to build gtpqos")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	top := filepath.Join(filepath.Dir(file), "..", "..")
+	bin := filepath.Join(dir, "gtpqos")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gtpqos")
+	cmd.Dir = top
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build gtpqos: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// requireBinary skips (no go command) or fails (the build broke).
+func requireBinary(t *testing.T) {
+	t.Helper()
+	if buildErr != nil {
+		if strings.HasPrefix(buildErr.Error(), "needs") {
+			t.Skip(buildErr.Error())
+		}
+		t.Fatal(buildErr)
+	}
+}
+
+// runWriter is the watch-equivalent writer: in the current network
+// namespace it opens dev's backend as `gtpqos watch` does (incremental,
+// holding the device's lock as a watch) and applies each flows file of
+// spec ("dev|lockdir|file1,file2,...") in turn, as the daemon applies
+// each change; the first Apply reads the kernel (a full run), the others
+// trust its memory.
+func runWriter(spec string) error {
+	parts := strings.SplitN(spec, "|", 3)
+	if len(parts) != 3 {
+		return fmt.Errorf("bad %s %q", writerEnv, spec)
+	}
+	be, err := backends.Open(parts[0], backends.Options{Incremental: true, Writer: "watch", WriterRole: "n3", LockDir: parts[1]})
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	for _, f := range strings.Split(parts[2], ",") {
+		ff, err := shaper.LoadFlowsFile(f)
+		if err != nil {
+			return err
+		}
+		if _, err := be.Apply(context.Background(), ff.Flows, ff.Policy, shaper.ApplyOptions{Strict: true}); err != nil {
+			return err
+		}
+	}
+	fmt.Println("applied")
+	return nil
+}
