@@ -163,7 +163,8 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	}
 	planPol := b.policy(pol)
 	tree, problems := Plan(flows, planPol, prev)
-	rep.Problems = append(problems, b.warnings(tree)...)
+	keys := b.rec.keyCheck(tree)
+	rep.Problems = append(problems, b.warnings(tree, keys)...)
 	if p, bad := shaper.FirstError(problems); bad && (tree == nil || opt.Strict) {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, p)
 	}
@@ -178,7 +179,10 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	rep.Changes = changes(res, tree, prev)
 	rep.Classes, rep.ClassCount = classStates(tree), len(tree.Classes)
 	b.plan, b.pol = nil, pol
-	if st, err := newPlanState(tree, groupBySession(flows), planPol, problems); err == nil {
+	// The warnings go into the kept plan too: an Update reports them for
+	// the flows it leaves alone and checks the ones it places.
+	if st, err := newPlanState(tree, groupBySession(flows), planPol, rep.Problems); err == nil {
+		st.keys = keys
 		b.plan = st
 		b.requestSpares()
 	}

@@ -45,6 +45,9 @@ type planState struct {
 	used    [1 << 16]bool
 	lowFree int
 	linkSum uint64
+	// keys warns about a placed flow its classifier cannot reach (the
+	// zero keyCheck: no such warnings).
+	keys keyCheck
 }
 
 // sessionPlan is one session's AMBR class and the flows under it.

@@ -65,7 +65,7 @@ func randomSession(r *rand.Rand, seid uint64) []shaper.Flow {
 			f.GBR = uint64(1+r.IntN(25)) * mbit
 		}
 		f.MBR = f.GBR + uint64(r.IntN(30))*mbit
-		f.Mark = uint32(1 + r.IntN(40))
+		f.Mark = uint32(r.IntN(41)) // 0: unreachable through fw
 		f.TEID = uint32(100 + r.IntN(20))
 		f.SessionAMBR = ambr
 		if r.IntN(8) == 0 {
@@ -158,7 +158,8 @@ func (k *kernelModel) write(t *testing.T, d *delta) {
 // TestIncrementalMatchesFullPlan runs random sequences of session changes
 // through the incremental planner and checks after every step that it
 // made the decisions Plan makes for the same flows against the same
-// previous tree (class ids aside), that its delta turns the previous tree
+// previous tree (class ids aside) and reports the same problems, fw's
+// unreachable-flow warnings included, that its delta turns the previous tree
 // into the new one without ever pointing a packet at a missing class, and
 // that an unchanged session costs no write.
 func TestIncrementalMatchesFullPlan(t *testing.T) {
@@ -183,10 +184,12 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 			}
 		}
 		tree, problems := Plan(flatten(input), pol, nil)
-		st, err := newPlanState(tree, input, pol, problems)
+		fw := classify.NewFw()
+		st, err := newPlanState(tree, input, pol, append(problems, UnreachableProblems(tree, fw)...))
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
+		st.keys = newKeyCheck(tree, fw)
 		for step := 0; step < 60; step++ {
 			prev := st.tree(pol.Leaf, pol.Classifier)
 			changes := map[uint64][]shaper.Flow{}
@@ -204,6 +207,7 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 			d := st.apply(changes)
 			got := st.tree(pol.Leaf, pol.Classifier)
 			want, wantProblems := Plan(flatten(input), pol, prev)
+			wantProblems = append(wantProblems, UnreachableProblems(want, fw)...)
 			ctx := fmt.Sprintf("seed %d step %d", seed, step)
 			if canon(got) != canon(want) {
 				t.Fatalf("%s: incremental tree differs from a full plan:\n--- incremental\n%s\n--- full\n%s", ctx, canon(got), canon(want))

@@ -207,6 +207,9 @@ func (u *update) place(f shaper.Flow) {
 		s.clamped[g.ID] = f
 	}
 	s.linkSum += s.linkShare(c)
+	if p, ok := s.keys.unreachable(s.major, c); ok {
+		s.problems[g.ID] = append(s.problems[g.ID], p)
+	}
 	if parent != LinkMinor {
 		s.sessions[g.ID.SEID].flows[g.ID] = true
 		u.touched[g.ID.SEID] = true

@@ -44,6 +44,55 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 	}
 }
 
+// The same warning for flows that reach the backend through Update (the
+// watch's path between full runs): a placed flow without a mark is
+// warned about, a flow the update leaves alone keeps its warning, and a
+// flow that gets its mark, or leaves, loses it. Only the placed flows are
+// checked (nothing is read from the device).
+func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	be := Open(l.h, nil, l.dev, Options{Leaf: shaper.LeafFIFO, Incremental: true})
+	defer be.Close()
+	pol := shaper.DefaultPolicy(30 * mbit)
+	pol.Pool = 0
+	unmarked := func(seid uint64, name string) shaper.Flow {
+		return shaper.Flow{ID: shaper.FlowID{SEID: seid, QERID: 9}, Name: name, QFI: 5, Direction: shaper.Downlink, GBR: 1 * mbit}
+	}
+	if _, err := be.Apply(ctx, append(seedFlows(), unmarked(1, "D")), pol, shaper.ApplyOptions{Strict: true}); err != nil {
+		t.Fatal(err)
+	}
+	warned := func(rep shaper.Report) []string {
+		var out []string
+		for _, p := range rep.Problems {
+			if p.Kind == shaper.Unreachable {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+	e := unmarked(7, "E")
+	marked := e
+	marked.Mark = 0x70
+	for _, st := range []struct {
+		what    string
+		changes map[uint64][]shaper.Flow
+		want    string
+	}{
+		{"a new session's flow without a mark", map[uint64][]shaper.Flow{7: {e}}, "flow D (seid=1 qer=9),flow E (seid=7 qer=9)"},
+		{"the flow gets its mark", map[uint64][]shaper.Flow{7: {marked}}, "flow D (seid=1 qer=9)"},
+		{"the unmarked flow leaves", map[uint64][]shaper.Flow{1: seedFlows()}, ""},
+	} {
+		rep, err := be.Update(ctx, st.changes, pol)
+		if err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		if got := strings.Join(warned(rep), ","); got != st.want {
+			t.Errorf("%s: unreachable warnings for %q, want %q", st.what, got, st.want)
+		}
+	}
+}
+
 // Applying to a device that is down used to be silent. It still installs
 // the tree (an operator may provision before bringing the link up), with a
 // warning saying the device is down.

@@ -16,33 +16,65 @@ import (
 // the key depends on the classifier (a mark for fw and bpf, a TEID for
 // the GTP-U classifier). A classifier that cannot tell gives none.
 func UnreachableProblems(t *Tree, c classify.Classifier) []shaper.Problem {
+	return newKeyCheck(t, c).problems(t)
+}
+
+// keyCheck tells whether a flow class can be reached through the
+// classifier that binds a tree's flows; the zero keyCheck reaches all.
+// The kept plan holds one, so an Update checks the flows it places, and
+// only those.
+type keyCheck struct {
+	kn   classify.KeyNeeder
+	kind shaper.ClassifierKind
+}
+
+// newKeyCheck is the check for t's flows bound by c (t's classifier kind
+// names it in warnings, else c's).
+func newKeyCheck(t *Tree, c classify.Classifier) keyCheck {
 	kn, ok := c.(classify.KeyNeeder)
 	if t == nil || !ok {
-		return nil
+		return keyCheck{}
 	}
 	kind := t.Classifier
 	if kind == "" {
 		kind = c.Kind()
 	}
+	return keyCheck{kn: kn, kind: kind}
+}
+
+// problems returns the warnings for t's unreachable flow classes.
+func (k keyCheck) problems(t *Tree) []shaper.Problem {
+	if t == nil || k.kn == nil {
+		return nil
+	}
 	var out []shaper.Problem
 	for _, cl := range t.Classes {
-		if cl.Role != shaper.RoleFlow {
-			continue
+		if p, ok := k.unreachable(t.Major, cl); ok {
+			out = append(out, p)
 		}
-		field := kn.MissingKey(classify.Entry{ClassID: t.ClassID(cl.Minor), Flow: cl.Flow, Mark: cl.Mark, TEID: cl.TEID, QFI: cl.QFI})
-		if field == "" {
-			continue
-		}
-		kept := fmt.Sprintf("its class keeps its rate %s", shaper.FormatRate(cl.Rate))
-		if cl.GBR != 0 {
-			kept = fmt.Sprintf("its GBR %s stays reserved", shaper.FormatRate(cl.GBR))
-		}
-		out = append(out, shaper.Problem{Kind: shaper.Unreachable, Severity: shaper.Warning, Flow: cl.Flow,
-			Name: shaper.Flow{ID: cl.Flow, Name: cl.Name}.Label(), Field: field,
-			Detail: fmt.Sprintf("no %s: classifier %s binds by %s and cannot steer its packets into class %s, they go to the default class; %s",
-				field, kind, field, t.Handle(cl.Minor), kept)})
 	}
 	return out
+}
+
+// unreachable returns the warning for flow class cl of a tree with the
+// given major when its flow lacks the classifier's key.
+func (k keyCheck) unreachable(major uint16, cl Class) (shaper.Problem, bool) {
+	if k.kn == nil || cl.Role != shaper.RoleFlow {
+		return shaper.Problem{}, false
+	}
+	t := &Tree{Major: major}
+	field := k.kn.MissingKey(classify.Entry{ClassID: t.ClassID(cl.Minor), Flow: cl.Flow, Mark: cl.Mark, TEID: cl.TEID, QFI: cl.QFI})
+	if field == "" {
+		return shaper.Problem{}, false
+	}
+	kept := fmt.Sprintf("its class keeps its rate %s", shaper.FormatRate(cl.Rate))
+	if cl.GBR != 0 {
+		kept = fmt.Sprintf("its GBR %s stays reserved", shaper.FormatRate(cl.GBR))
+	}
+	return shaper.Problem{Kind: shaper.Unreachable, Severity: shaper.Warning, Flow: cl.Flow,
+		Name: shaper.Flow{ID: cl.Flow, Name: cl.Name}.Label(), Field: field,
+		Detail: fmt.Sprintf("no %s: classifier %s binds by %s and cannot steer its packets into class %s, they go to the default class; %s",
+			field, k.kind, field, t.Handle(cl.Minor), kept)}, true
 }
 
 // ClassifierFor returns the classifier a plan for kind k is enforced by
@@ -82,13 +114,22 @@ func linkProblems(link netlink.Link) []shaper.Problem {
 	return []shaper.Problem{{Kind: shaper.DeviceDown, Severity: shaper.Warning, Name: "dev " + a.Name, Field: "state", Detail: detail}}
 }
 
+// keyCheck is the unreachable-flow check for a plan of this device.
+func (r *Reconciler) keyCheck(tree *Tree) keyCheck {
+	if tree == nil {
+		return keyCheck{}
+	}
+	return newKeyCheck(tree, r.plannedClassifier(tree))
+}
+
 // warnings are the problems only the backend can see in a plan for its
-// device: flows its classifier cannot reach, and a device that is down.
-func (b *Backend) warnings(tree *Tree) []shaper.Problem {
+// device: flows its classifier cannot reach (kc), and a device that is
+// down.
+func (b *Backend) warnings(tree *Tree, kc keyCheck) []shaper.Problem {
 	if tree == nil {
 		return nil
 	}
-	out := UnreachableProblems(tree, b.rec.plannedClassifier(tree))
+	out := kc.problems(tree)
 	if link, err := b.h.LinkByName(b.dev); err == nil {
 		out = append(out, linkProblems(link)...)
 	}
