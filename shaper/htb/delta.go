@@ -103,7 +103,7 @@ func (w *deltaWriter) create(ctx context.Context, c Class) error {
 		if err := w.r.do(func() error { return w.r.h.QdiscReplace(q) }); err != nil {
 			return fmt.Errorf("dev %s: leaf %s under class %s: %w", w.r.dev, w.st.leaf, w.t.Handle(c.Minor), err)
 		}
-		w.st.byParent[w.t.ClassID(c.Minor)] = q
+		w.st.byParent[w.t.ClassID(c.Minor)] = asKernel(w.t, q)
 		w.res.Leaves = append(w.res.Leaves, c.Minor)
 	}
 	return nil
