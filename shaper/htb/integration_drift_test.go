@@ -71,22 +71,46 @@ func (l *lab) rebind(t *testing.T, edit func(*classify.Table)) {
 // (Inspect + shaper.Verify) reports what it can see, and one full Apply
 // (a new process, as `gtpqos apply` or the watch's resync) brings the
 // device back to exactly the tree a clean run makes; the next Apply
-// writes nothing.
+// writes nothing. The clean tree holds a full pool of spare classes (two
+// flows' classes parked when they left): every repair keeps them as they
+// are, none is taken for a foreign class or rebound to a flow, and a
+// spare changed by hand is parked again.
 func TestIntegrationDriftEveryKind(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
 	pol := shaper.DefaultPolicy(30 * mbit)
-	apply := func(t *testing.T) shaper.Report {
+	pol.Pool = 2
+	applyFlows := func(t *testing.T, flows []shaper.Flow) shaper.Report {
 		t.Helper()
-		rep, err := Open(l.h, nil, l.dev, Options{}).Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true})
+		rep, err := Open(l.h, nil, l.dev, Options{}).Apply(ctx, flows, pol, shaper.ApplyOptions{Strict: true})
 		if err != nil {
 			t.Fatalf("apply: %v", err)
 		}
 		return rep
 	}
-	l.ns.Try("tc", "qdisc", "del", "dev", l.dev, "root")
-	apply(t)
+	apply := func(t *testing.T) shaper.Report { return applyFlows(t, seedFlows()) }
+	build := func(t *testing.T) {
+		l.ns.Try("tc", "qdisc", "del", "dev", l.dev, "root")
+		leaving := []shaper.Flow{
+			{ID: shaper.FlowID{SEID: 2, QERID: 1}, Name: "D", QFI: 5, Direction: shaper.Downlink, MBR: 2 * mbit, Mark: 5},
+			{ID: shaper.FlowID{SEID: 3, QERID: 1}, Name: "E", QFI: 6, Direction: shaper.Downlink, MBR: 3 * mbit, Mark: 6},
+		}
+		applyFlows(t, append(seedFlows(), leaving...))
+		apply(t)
+	}
+	build(t)
 	clean := l.canonical(t)
+	spare := ""
+	if tr, err := NewReconciler(l.h, l.dev).Actual(ctx); err == nil && tr != nil {
+		for _, c := range tr.Classes {
+			if c.Role == shaper.RoleSpare {
+				spare = tr.Handle(c.Minor)
+			}
+		}
+	}
+	if n := strings.Count(clean, "rate 8Kbit ceil 8Kbit"); n != pol.Pool || spare == "" {
+		t.Fatalf("clean tree has %d spare classes (last %q), want the pool's %d:\n%s", n, spare, pol.Pool, clean)
+	}
 	fqCodel := strings.Contains(clean, "fq_codel")
 	tc := func(args ...string) func(*testing.T) {
 		return func(t *testing.T) {
@@ -111,6 +135,7 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 		{name: "class rate changed", inject: tc("class", "change", "parent", "6771:1", "classid", "6771:11", "htb", "rate", "2mbit", "ceil", "3mbit")},
 		{name: "default class deleted", inject: tc("class", "del", "classid", "6771:2")},
 		{name: "foreign class under the root", inject: tc("class", "add", "parent", "6771:1", "classid", "6771:99", "htb", "rate", "1mbit")},
+		{name: "spare class rate changed", inject: tc("class", "change", "parent", "6771:1", "classid", spare, "htb", "rate", "1mbit", "ceil", "2mbit")},
 		{name: "foreign filter on the root", inject: tc("filter", "add", "parent", "6771:", "prio", "5", "protocol", "all", "u32", "match", "u32", "0", "0", "flowid", "6771:11"),
 			verify: "foreign u32 filter at prio 5 under 6771:0"},
 		{name: "foreign filter on the link class", inject: tc("filter", "add", "parent", "6771:1", "prio", "3", "protocol", "ip", "u32", "match", "u32", "0", "0", "flowid", "6771:12"),
@@ -125,6 +150,9 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 				tb.Entries[0].ClassID, tb.Entries[1].ClassID = tb.Entries[1].ClassID, tb.Entries[0].ClassID
 			})
 		}},
+		{name: "classifier entry moved onto a spare class", inject: func(t *testing.T) {
+			l.rebind(t, func(tb *classify.Table) { tb.Entries[0].ClassID = classIDOf(t, spare) })
+		}},
 		{name: "classifier removed", inject: func(t *testing.T) {
 			tr, _ := NewReconciler(l.h, l.dev).Actual(ctx)
 			if err := NewReconciler(l.h, l.dev).builtin(tr.Classifier).Remove(ctx, l.classifierEnv(t)); err != nil {
@@ -138,8 +166,7 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 				t.Skip(c.skip)
 			}
 			if dirty { // a previous case failed: start from a clean tree
-				l.ns.Try("tc", "qdisc", "del", "dev", l.dev, "root")
-				apply(t)
+				build(t)
 			}
 			dirty = true
 			c.inject(t)
@@ -174,4 +201,14 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 			dirty = t.Failed()
 		})
 	}
+}
+
+// classIDOf parses a class handle ("6771:1a").
+func classIDOf(t *testing.T, handle string) uint32 {
+	t.Helper()
+	var major, minor uint32
+	if _, err := fmt.Sscanf(handle, "%x:%x", &major, &minor); err != nil {
+		t.Fatalf("class handle %q: %v", handle, err)
+	}
+	return major<<16 | minor
 }

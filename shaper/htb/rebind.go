@@ -23,17 +23,18 @@ func classRates(c Class) rateKey { return rateKey{c.Rate / 8, c.Ceil / 8} }
 // carries exactly them, takes that class, and the classifier's sync then
 // repairs the binding. A flow with no such class keeps its bound class
 // (its contract changed: the class is changed in place); one whose bound
-// class another flow took gets a fresh class id.
+// class another flow took gets a fresh class id. A flow bound to no class
+// (its entry, or the whole classifier, removed) likewise takes a class
+// that carries exactly its contract, before a spare or a fresh class id.
+// The pool's spare classes are never candidates: their rate is the spare
+// rate, and Actual reads them as spares.
 func (p *planner) distrustBindings() {
 	n := len(p.adm.Flows)
 	want := make([]rateKey, n)
 	trusted := map[uint16]bool{}
 	var suspects []int
 	for i := 0; i < n; i++ {
-		switch {
-		case !p.had[i]:
-			continue
-		case p.prev[i].Flow != (shaper.FlowID{}):
+		if p.had[i] && p.prev[i].Flow != (shaper.FlowID{}) {
 			// A planned tree: matched by flow id, nothing to doubt.
 			trusted[p.prev[i].Minor] = true
 			continue
@@ -44,7 +45,7 @@ func (p *planner) distrustBindings() {
 		}
 		r, c := p.pol.FlowRates(p.adm.Flows[i], ambr)
 		want[i] = rateKey{r / 8, c / 8}
-		if classRates(p.prev[i]) == want[i] {
+		if p.had[i] && classRates(p.prev[i]) == want[i] {
 			trusted[p.prev[i].Minor] = true
 			continue
 		}
@@ -66,13 +67,13 @@ func (p *planner) distrustBindings() {
 	var kept []int
 	for _, i := range suspects {
 		if cs := free[want[i]]; len(cs) > 0 {
-			p.prev[i], free[want[i]] = cs[0], cs[1:]
+			p.prev[i], p.had[i], free[want[i]] = cs[0], true, cs[1:]
 			taken[cs[0].Minor] = true
 			continue
 		}
 		kept = append(kept, i)
 	}
 	for _, i := range kept {
-		p.had[i] = !taken[p.prev[i].Minor]
+		p.had[i] = p.had[i] && !taken[p.prev[i].Minor]
 	}
 }

@@ -59,6 +59,43 @@ func TestPlanDistrustsBindingThatContradictsContract(t *testing.T) {
 	}
 }
 
+// A tree read from the kernel whose classifier lost a flow's entry (or
+// all of them) while the pool holds spare classes: each unbound flow takes
+// back the class that carries exactly its rate and ceil, not a spare and
+// not a fresh class id, and the spares stay spares.
+func TestPlanUnboundFlowTakesItsContractsClass(t *testing.T) {
+	pol := shaper.DefaultPolicy(30 * mbit)
+	pol.Pool = 2
+	leaving := []shaper.Flow{
+		{ID: shaper.FlowID{SEID: 2, QERID: 1}, QFI: 5, Direction: shaper.Downlink, MBR: 2 * mbit, Mark: 5},
+		{ID: shaper.FlowID{SEID: 3, QERID: 1}, QFI: 6, Direction: shaper.Downlink, MBR: 3 * mbit, Mark: 6},
+	}
+	clean := mustPlan(t, seedFlows(), pol, mustPlan(t, append(seedFlows(), leaving...), pol, nil))
+	spares := 0
+	for _, c := range clean.Classes {
+		if c.Role == shaper.RoleSpare {
+			spares++
+		}
+	}
+	if spares != 2 {
+		t.Fatalf("clean plan: %v; want 2 spares parked", compact(clean))
+	}
+	for _, unbind := range []string{"A", "all"} {
+		k := kernelView(clean)
+		for i := range k.Classes {
+			c := &k.Classes[i]
+			c.TEID, c.QFI = 0, 0 // a mark classifier binds by mark alone
+			if c.Role == shaper.RoleFlow && (unbind == "all" || c.Mark == 2) {
+				c.Mark = 0
+			}
+		}
+		again := mustPlan(t, seedFlows(), pol, k)
+		if diff := cmp.Diff(compact(clean), compact(again)); diff != "" {
+			t.Errorf("unbound %s: the plan moved flows or took spares (-clean +replanned):\n%s", unbind, diff)
+		}
+	}
+}
+
 // The same on a device: the bindings of two flows are swapped behind
 // gtpqos's back; a fresh apply (a new process, planning against the
 // kernel) repairs the binding and leaves every class's rates as they were,
