@@ -2,10 +2,12 @@
 // device's tree (the built `gtpqos apply` binary, and a watch-equivalent
 // writer: the daemon's backend options, incremental, holding the lock as
 // a watch, in a process of its own) are killed at random points of a
-// build and of an update, or run at the same time, while traffic flows;
-// the device is sampled after every kill and while writers run. The tests
-// assert the contract README states ("What gtpqos guarantees about your
-// tree"): every rerun converges to the canonical tree of a clean run, no
+// build and of an update (the writer's as the daemon's: Updates of the
+// changed sessions, written as deltas), or run at the same time, while
+// traffic flows; the device is sampled after every kill and while writers
+// run. The tests assert the contract README states ("What gtpqos
+// guarantees about your tree"): every rerun converges to the canonical
+// tree of a clean run (spare classes aside, at most the pool's), no
 // sampled moment shows the root without its default class or a packet in
 // HTB's unshaped direct queue, and two writers never both write.
 //

@@ -2,13 +2,14 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
-
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
@@ -79,10 +80,13 @@ func requireBinary(t *testing.T) {
 
 // runWriter is the watch-equivalent writer: in the current network
 // namespace it opens dev's backend as `gtpqos watch` does (incremental,
-// holding the device's lock as a watch) and applies each flows file of
-// spec ("dev|lockdir|file1,file2,...") in turn, as the daemon applies
-// each change; the first Apply reads the kernel (a full run), the others
-// trust its memory.
+// its pool of spare classes growing in the background, holding the
+// device's lock as a watch) and applies each flows file of spec
+// ("dev|lockdir|file1,file2,...") in turn, as the daemon applies each
+// change: the first file with a full Apply that reads the kernel, each
+// next one as an Update of the sessions that changed, which writes its
+// delta reading nothing back (a full Apply where the backend asks for
+// one).
 func runWriter(spec string) error {
 	parts := strings.SplitN(spec, "|", 3)
 	if len(parts) != 3 {
@@ -93,15 +97,51 @@ func runWriter(spec string) error {
 		return err
 	}
 	defer be.Close()
-	for _, f := range strings.Split(parts[2], ",") {
+	ctx := context.Background()
+	var prev []shaper.Flow
+	for i, f := range strings.Split(parts[2], ",") {
 		ff, err := shaper.LoadFlowsFile(f)
 		if err != nil {
 			return err
 		}
-		if _, err := be.Apply(context.Background(), ff.Flows, ff.Policy, shaper.ApplyOptions{Strict: true}); err != nil {
+		err = shaper.ErrFullApplyNeeded
+		if i > 0 {
+			_, err = be.Update(ctx, changedSessions(prev, ff.Flows), ff.Policy)
+		}
+		if errors.Is(err, shaper.ErrFullApplyNeeded) {
+			_, err = be.Apply(ctx, ff.Flows, ff.Policy, shaper.ApplyOptions{Strict: true})
+		}
+		if err != nil {
 			return err
 		}
+		prev = ff.Flows
 	}
 	fmt.Println("applied")
 	return nil
+}
+
+// changedSessions returns the flows of every session whose flows differ
+// between prev and next (none: the session is gone), as the watch engine
+// hands them to Update.
+func changedSessions(prev, next []shaper.Flow) map[uint64][]shaper.Flow {
+	group := func(fl []shaper.Flow) map[uint64][]shaper.Flow {
+		m := map[uint64][]shaper.Flow{}
+		for _, f := range fl {
+			m[f.ID.SEID] = append(m[f.ID.SEID], f)
+		}
+		return m
+	}
+	a, b := group(prev), group(next)
+	out := map[uint64][]shaper.Flow{}
+	for seid, fl := range b {
+		if !slices.Equal(a[seid], fl) {
+			out[seid] = fl
+		}
+	}
+	for seid := range a {
+		if _, ok := b[seid]; !ok {
+			out[seid] = nil
+		}
+	}
+	return out
 }
