@@ -96,6 +96,22 @@ func (l *htbLab) actual(t testing.TB) *htb.Tree {
 	return tr
 }
 
+// waitPool reads the kernel's tree once the pool holds the policy's
+// number of spare classes (its background build has nothing left to do).
+func (l *htbLab) waitPool(t testing.TB) *htb.Tree {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		tr := l.actual(t)
+		spares := len(tr.Classes) - len(withoutSpares(tr).Classes)
+		if spares == l.pol.Pool {
+			return tr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool never filled: %d of %d spare classes", spares, l.pol.Pool)
+		}
+	}
+}
+
 // withoutSpares returns t without the pool's spare classes.
 func withoutSpares(t *htb.Tree) *htb.Tree {
 	out := *t
@@ -243,8 +259,10 @@ func TestHTBScriptedStormsConverge(t *testing.T) {
 
 	// No leaks: exactly the planned classes (and the pool's spares, at
 	// most its size), one classifier entry per flow (the bindings),
-	// nothing pointing at a deleted class.
-	got := l.actual(t)
+	// nothing pointing at a deleted class. The pool grows in the
+	// background after the last change: count once it is full, so the
+	// kernel's classes and tc's listing are of the same moment.
+	got := l.waitPool(t)
 	nw := withoutSpares(got)
 	if len(nw.Classes) != len(want.Classes) || len(got.Classes)-len(nw.Classes) > l.pol.Pool {
 		t.Fatalf("%d classes in the kernel (%d spares), %d planned, pool %d", len(got.Classes), len(got.Classes)-len(nw.Classes), len(want.Classes), l.pol.Pool)
