@@ -51,7 +51,10 @@ func TestIntegrationBackendUpdate(t *testing.T) {
 	}{
 		{"add a flow", 5, []shaper.Flow{updateFlow(5, 1, 1, 0), updateFlow(5, 2, 2, 0)}, 3},
 		{"change a rate", 5, []shaper.Flow{updateFlow(5, 1, 3, 0), updateFlow(5, 2, 2, 0)}, 1},
-		{"non-GBR flows under a session AMBR", 6, []shaper.Flow{updateFlow(6, 1, 0, 10), updateFlow(6, 2, 0, 10)}, 8},
+		// The session class and two flow classes created (with their
+		// leaf qdiscs where the leaf is fq_codel), the flow's old class
+		// deleted, its entry unbound, two entries bound.
+		{"non-GBR flows under a session AMBR", 6, []shaper.Flow{updateFlow(6, 1, 0, 10), updateFlow(6, 2, 0, 10)}, 9},
 		{"remove a flow", 5, []shaper.Flow{updateFlow(5, 2, 2, 0)}, 2},
 		{"session gone", 6, nil, 5},
 		{"new session", 40, []shaper.Flow{updateFlow(40, 1, 1, 0)}, 3},
