@@ -96,6 +96,10 @@ func (c *Client) Subscribe(ctx context.Context) (*Subscription, error) {
 	return c.c.subscribe(ctx)
 }
 
+// DefaultEventsBuffer is the receive buffer Subscribe asks for: 8 MiB,
+// thousands of events (gtp5g's events take 0.5 to 2 KiB of it each).
+const DefaultEventsBuffer = 8 << 20
+
 // Subscription is a stream of QoS events from gtp5g.
 type Subscription struct {
 	s *subscription
@@ -108,6 +112,13 @@ type Subscription struct {
 // after the gap are returned with that error. After Close it returns an
 // error matching net.ErrClosed.
 func (s *Subscription) Receive() ([]Event, error) { return s.s.receive() }
+
+// SetReadBuffer sets the subscription socket's receive buffer to n bytes
+// (Subscribe asks for DefaultEventsBuffer; the kernel adds as much again
+// for its bookkeeping). Events that arrive while the buffer is full are
+// lost, and the next Receive says so with ErrResync. With CAP_NET_ADMIN
+// the size is set as asked, else net.core.rmem_max caps it.
+func (s *Subscription) SetReadBuffer(n int) error { return s.s.setReadBuffer(n) }
 
 // Close leaves the group and closes the subscription's socket, unblocking
 // a pending Receive.

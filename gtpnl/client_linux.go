@@ -360,10 +360,6 @@ type subscription struct {
 	lastSeq uint32
 }
 
-// subscriptionReadBuffer is the receive buffer asked for on a
-// subscription's socket (8 MiB: ~40k events of ~200 bytes).
-const subscriptionReadBuffer = 8 << 20
-
 // subscribe opens a socket of its own, joins gtp5g_qos's event group and
 // watches ctx.
 func (c *client) subscribe(ctx context.Context) (*Subscription, error) {
@@ -386,7 +382,7 @@ func (c *client) subscribe(ctx context.Context) (*Subscription, error) {
 	// A large buffer rides out event bursts (a UPF installing thousands of
 	// sessions); overruns still surface as ErrResync. Best effort: without
 	// privileges the kernel caps it at net.core.rmem_max.
-	_ = conn.SetReadBuffer(subscriptionReadBuffer)
+	_ = conn.SetReadBuffer(DefaultEventsBuffer)
 	if err := conn.JoinGroup(id); err != nil {
 		_ = conn.Close()
 		return nil, opError("join multicast group "+qosFamilyName+"/"+qosGroup, err)
@@ -476,6 +472,13 @@ func (s *subscription) skipQueued() {
 	s.mu.Lock()
 	s.haveSeq = false
 	s.mu.Unlock()
+}
+
+func (s *subscription) setReadBuffer(n int) error {
+	if err := s.c.SetReadBuffer(n); err != nil {
+		return opError(fmt.Sprintf("set the QoS event socket's buffer to %d bytes", n), err)
+	}
+	return nil
 }
 
 // close leaves the group by closing the socket; idempotent.

@@ -31,3 +31,4 @@ func (*client) setPolicer(bool) error                            { return errUns
 func (*client) subscribe(context.Context) (*Subscription, error) { return nil, errUnsupportedOS }
 func (*subscription) receive() ([]Event, error)                  { return nil, errUnsupportedOS }
 func (*subscription) close() error                               { return errUnsupportedOS }
+func (*subscription) setReadBuffer(int) error                    { return errUnsupportedOS }

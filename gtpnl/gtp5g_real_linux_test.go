@@ -337,7 +337,7 @@ func checkEvents(t *testing.T, c *gtpnl.Client, r *gtp5gtest.Rules) {
 	// in one ErrResync (the events queued before the loss are dropped with
 	// it, so the gap they leave is not a second one), and the
 	// subscription must keep working afterwards.
-	if err := gtpnl.SetSubscriptionReadBuffer(sub, 4096); err != nil {
+	if err := sub.SetReadBuffer(4096); err != nil {
 		t.Fatalf("shrink the subscription's buffer: %v", err)
 	}
 	for s := uint64(1); s <= 100; s++ {
@@ -381,7 +381,7 @@ func checkEvents(t *testing.T, c *gtpnl.Client, r *gtp5gtest.Rules) {
 	if resyncs != 1 {
 		t.Fatalf("100 unread events into a 4 KiB buffer gave ErrResync %d times, want once", resyncs)
 	}
-	if err := gtpnl.SetSubscriptionReadBuffer(sub, 1<<20); err != nil {
+	if err := sub.SetReadBuffer(1 << 20); err != nil {
 		t.Fatalf("grow the subscription's buffer: %v", err)
 	}
 	if err := gtp5gnl.UpdateQEROID(r.Client(), r.Link, gtp5gnl.OID{1, 5}, []nl.Attr{gtp5gtest.Rate(gtp5gnl.QER_MBR, 0, 32000)}); err != nil {

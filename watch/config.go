@@ -49,6 +49,10 @@ type Config struct {
 	Force bool `yaml:"force"`
 	// LockDir holds the per-device lock files.
 	LockDir string `yaml:"lock_dir"`
+	// EventsBuffer is the receive buffer of the socket gtp5g's QoS events
+	// arrive on ("8m" if empty); events beyond it while the daemon is busy
+	// are lost and cost a full dump.
+	EventsBuffer string `yaml:"events_buffer"`
 	// LogLevel is logrus's level (debug, info, warn, error).
 	LogLevel string `yaml:"log_level"`
 	// Policy holds the planner's knobs in the same form as a flows file's
@@ -112,6 +116,25 @@ func LoadConfig(path string) (Config, error) {
 		return cfg, yamlerr.OneLine("config "+path, err, yamlWhere)
 	}
 	return cfg, yamlerr.OneDocument("config "+path, dec)
+}
+
+// minEventsBuffer is the smallest events buffer taken: below it not even
+// one event fits.
+const minEventsBuffer = 4 << 10
+
+// eventsBuffer returns EventsBuffer in bytes (0: gtpnl's default).
+func (c Config) eventsBuffer() (int, error) {
+	if c.EventsBuffer == "" {
+		return 0, nil
+	}
+	n, err := shaper.ParseSize(c.EventsBuffer)
+	if err != nil {
+		return 0, fmt.Errorf("events buffer: %w", err)
+	}
+	if n < minEventsBuffer {
+		return 0, fmt.Errorf("events buffer %s: want at least %s", c.EventsBuffer, shaper.FormatSize(minEventsBuffer))
+	}
+	return int(n), nil
 }
 
 // Policies returns the downlink (N3) and uplink (N6) policies.

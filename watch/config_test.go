@@ -256,3 +256,17 @@ func TestDaemonReloadSetsPoliciesOnNextApply(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "rates applied after a device change", func() bool { return dl.policy().LinkRate == 40e6 })
 }
+
+func TestConfigEventsBuffer(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "16k": 16 << 10, "8m": 8 << 20, "4096": 4096} {
+		got, err := Config{EventsBuffer: in}.eventsBuffer()
+		if err != nil || got != want {
+			t.Errorf("events buffer %q: %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"1k", "lots", "-1m", "0"} {
+		if _, err := (Config{EventsBuffer: in}).eventsBuffer(); err == nil || !strings.Contains(err.Error(), "events buffer") {
+			t.Errorf("events buffer %q: err = %v, want one naming the events buffer", in, err)
+		}
+	}
+}

@@ -42,6 +42,10 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	eventsBuffer, err := cfg.eventsBuffer()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.MarkMode != "keep" {
 		if _, err := gtpnl.ParseMarkMode(cfg.MarkMode); err != nil {
 			return nil, fmt.Errorf("mark mode: %w (or keep)", err)
@@ -93,6 +97,7 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 			time.Duration(cfg.Poll), feats)
 	}
 	d.src = d.source(patched, markMode, feats)
+	d.src.EventsBuffer = eventsBuffer
 	opt := Options{Source: d.src, Downlink: d.dl, DownlinkPolicy: dlPol, Poll: time.Duration(cfg.Poll),
 		Resync: time.Duration(cfg.Resync), Retry: time.Duration(cfg.Retry), Observer: obs, Metrics: d.metrics}
 	if d.ul != nil {

@@ -27,6 +27,10 @@ type GTP5GSource struct {
 	View ViewFunc
 	// WithEvents enables Subscribe (the gtp5g patch's QoS events).
 	WithEvents bool
+	// EventsBuffer is the event socket's receive buffer in bytes (0:
+	// gtpnl.DefaultEventsBuffer). A burst of events larger than it costs a
+	// full dump.
+	EventsBuffer int
 	// OnViewProblems, if set, is called with the view's problems whenever
 	// they differ from the last dump's (an empty list: all solved).
 	OnViewProblems func(problems []string)
@@ -55,7 +59,9 @@ type gtp5gConn interface {
 	PDRs() ([]gtpnl.PDR, error)
 	FARs() ([]gtpnl.FAR, error)
 	Close() error
-	subscribe(ctx context.Context) (eventStream, error)
+	// subscribe joins the event group; buffer > 0 sets the socket's
+	// receive buffer.
+	subscribe(ctx context.Context, buffer int) (eventStream, error)
 }
 
 // eventStream is a QoS event subscription (*gtpnl.Subscription).
@@ -67,8 +73,19 @@ type eventStream interface {
 // clientConn adapts *gtpnl.Client to gtp5gConn.
 type clientConn struct{ *gtpnl.Client }
 
-func (c clientConn) subscribe(ctx context.Context) (eventStream, error) {
-	return c.Client.Subscribe(ctx)
+func (c clientConn) subscribe(ctx context.Context, buffer int) (eventStream, error) {
+	sub, err := c.Client.Subscribe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if buffer <= 0 {
+		return sub, nil
+	}
+	if err := sub.SetReadBuffer(buffer); err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return sub, nil
 }
 
 // client returns the open client, dialling if needed.
@@ -196,7 +213,7 @@ func (s *GTP5GSource) Events(ctx context.Context) (<-chan Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub, err := c.subscribe(ctx)
+	sub, err := c.subscribe(ctx, s.EventsBuffer)
 	if err != nil {
 		if errors.Is(err, gtpnl.ErrNotSupported) {
 			return nil, fmt.Errorf("%w: %v", ErrEventsNotSupported, err)

@@ -71,7 +71,7 @@ func (c *fakeConn) Close() error {
 	c.mu.Unlock()
 	return nil
 }
-func (c *fakeConn) subscribe(ctx context.Context) (eventStream, error) {
+func (c *fakeConn) subscribe(ctx context.Context, _ int) (eventStream, error) {
 	if c.subErr != nil {
 		return nil, c.subErr
 	}

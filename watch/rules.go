@@ -1,38 +1,48 @@
 package watch
 
 import (
+	"slices"
+
 	"github.com/free5gc/gtpqos/gtpnl"
 )
 
-// sessionRules are one PFCP session's rules as gtp5g holds them.
+// sessionRules are one PFCP session's rules as gtp5g holds them. A session
+// has a handful of rules, so slices searched by id hold them: a map's
+// first bucket alone takes eight rules' room (two kilobytes a session,
+// tens of megabytes at 65k sessions).
 type sessionRules struct {
-	qers map[uint32]gtpnl.QER
-	pdrs map[uint16]gtpnl.PDR
-	fars map[uint32]gtpnl.FAR
-}
-
-func newSessionRules() *sessionRules {
-	return &sessionRules{qers: map[uint32]gtpnl.QER{}, pdrs: map[uint16]gtpnl.PDR{}, fars: map[uint32]gtpnl.FAR{}}
+	qers []gtpnl.QER
+	pdrs []gtpnl.PDR
+	fars []gtpnl.FAR
 }
 
 func (s *sessionRules) empty() bool { return len(s.qers) == 0 && len(s.pdrs) == 0 && len(s.fars) == 0 }
 
-// lists returns the session's rules as the slices the QoS view takes.
+// lists returns copies of the session's rules, for the QoS view.
 func (s *sessionRules) lists() ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR) {
-	qers := make([]gtpnl.QER, 0, len(s.qers))
-	for _, q := range s.qers {
-		qers = append(qers, q)
-	}
-	pdrs := make([]gtpnl.PDR, 0, len(s.pdrs))
-	for _, p := range s.pdrs {
-		pdrs = append(pdrs, p)
-	}
-	fars := make([]gtpnl.FAR, 0, len(s.fars))
-	for _, f := range s.fars {
-		fars = append(fars, f)
-	}
-	return qers, pdrs, fars
+	return slices.Clone(s.qers), slices.Clone(s.pdrs), slices.Clone(s.fars)
 }
+
+// setRule replaces the rule with r's id, or appends r.
+func setRule[T any, ID comparable](rules []T, r T, id func(*T) ID) []T {
+	want := id(&r)
+	for i := range rules {
+		if id(&rules[i]) == want {
+			rules[i] = r
+			return rules
+		}
+	}
+	return append(rules, r)
+}
+
+// deleteRule removes the rule with id want.
+func deleteRule[T any, ID comparable](rules []T, want ID, id func(*T) ID) []T {
+	return slices.DeleteFunc(rules, func(r T) bool { return id(&r) == want })
+}
+
+func qerID(q *gtpnl.QER) uint32 { return q.ID }
+func pdrID(p *gtpnl.PDR) uint16 { return p.ID }
+func farID(f *gtpnl.FAR) uint32 { return f.ID }
 
 // ruleModel is gtp5g's rules by session: a full dump sets it, change events
 // update it one rule at a time. Rules of several gtp5g devices in one
@@ -46,13 +56,16 @@ type ruleModel struct {
 func newRuleModel(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) *ruleModel {
 	m := &ruleModel{sessions: map[uint64]*sessionRules{}}
 	for _, q := range qers {
-		m.session(q.SEID).qers[q.ID] = q
+		s := m.session(q.SEID)
+		s.qers = setRule(s.qers, q, qerID)
 	}
 	for _, p := range pdrs {
-		m.session(p.SEID).pdrs[p.ID] = p
+		s := m.session(p.SEID)
+		s.pdrs = setRule(s.pdrs, p, pdrID)
 	}
 	for _, f := range fars {
-		m.session(f.SEID).fars[f.ID] = f
+		s := m.session(f.SEID)
+		s.fars = setRule(s.fars, f, farID)
 	}
 	return m
 }
@@ -60,7 +73,7 @@ func newRuleModel(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) *ruleMod
 func (m *ruleModel) session(seid uint64) *sessionRules {
 	s := m.sessions[seid]
 	if s == nil {
-		s = newSessionRules()
+		s = &sessionRules{}
 		m.sessions[seid] = s
 	}
 	return s
@@ -74,17 +87,17 @@ func (m *ruleModel) apply(ev gtpnl.Event) uint64 {
 	del := ev.Op == gtpnl.EventDelete
 	switch {
 	case ev.QER != nil && del:
-		delete(s.qers, ev.QER.ID)
+		s.qers = deleteRule(s.qers, ev.QER.ID, qerID)
 	case ev.QER != nil:
-		s.qers[ev.QER.ID] = *ev.QER
+		s.qers = setRule(s.qers, *ev.QER, qerID)
 	case ev.PDR != nil && del:
-		delete(s.pdrs, ev.PDR.ID)
+		s.pdrs = deleteRule(s.pdrs, ev.PDR.ID, pdrID)
 	case ev.PDR != nil:
-		s.pdrs[ev.PDR.ID] = *ev.PDR
+		s.pdrs = setRule(s.pdrs, *ev.PDR, pdrID)
 	case ev.FAR != nil && del:
-		delete(s.fars, ev.FAR.ID)
+		s.fars = deleteRule(s.fars, ev.FAR.ID, farID)
 	case ev.FAR != nil:
-		s.fars[ev.FAR.ID] = *ev.FAR
+		s.fars = setRule(s.fars, *ev.FAR, farID)
 	}
 	if s.empty() {
 		delete(m.sessions, seid)

@@ -34,9 +34,9 @@ func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string,
 	fs.SetOutput(io.Discard)
 	d := watch.DefaultConfig()
 	var (
-		n3, n6, link, n6link, markMode, cls, metrics, lockDir, level string
-		poll, resync, retry                                          time.Duration
-		cleanup, force                                               bool
+		n3, n6, link, n6link, markMode, cls, metrics, lockDir, level, evbuf string
+		poll, resync, retry                                                 time.Duration
+		cleanup, force                                                      bool
 	)
 	fs.StringVar(&path, "config", "", "YAML config file (flags win over it; SIGHUP reloads it)")
 	fs.StringVar(&n3, "n3", "", "N3 device: downlink tree on its egress (required)")
@@ -52,6 +52,7 @@ func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string,
 	fs.BoolVar(&cleanup, "cleanup-on-exit", false, "remove the trees on SIGTERM/SIGINT (default: leave them shaping)")
 	fs.BoolVar(&force, "force", false, "replace a root qdisc gtpqos did not create")
 	fs.StringVar(&lockDir, "lock-dir", d.LockDir, "directory of the per-device lock files")
+	fs.StringVar(&evbuf, "events-buffer", "8m", "receive buffer for gtp5g's QoS events (a burst beyond it costs a full dump)")
 	fs.StringVar(&level, "log-level", d.LogLevel, "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -87,6 +88,7 @@ func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string,
 		str("metrics-addr", metrics, &c.MetricsAddr)
 		str("lock-dir", lockDir, &c.LockDir)
 		str("log-level", level, &c.LogLevel)
+		str("events-buffer", evbuf, &c.EventsBuffer)
 		dur("poll", poll, &c.Poll)
 		dur("resync", resync, &c.Resync)
 		dur("retry", retry, &c.Retry)

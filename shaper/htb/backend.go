@@ -123,7 +123,7 @@ func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow,
 		return rep, err
 	}
 	rep.Changes = deltaChanges(d, res.ClassifierKind)
-	b.requestSpares()
+	b.refillIfLow()
 	for _, c := range append(slices.Clone(d.create), d.change...) {
 		rep.Classes = append(rep.Classes, classState(&Tree{Major: OwnedMajor}, c))
 	}

@@ -11,9 +11,10 @@ import (
 
 // TestIntegrationPool checks the pool of spare classes on a real device:
 // the background build fills it (reporting progress), a new flow changes a
-// spare instead of creating a class, the pool refills, a removed flow's
-// class goes when the pool is full, and a restarted backend adopts the
-// spares without a write.
+// spare instead of creating a class, a removed flow's class is parked while
+// the pool has room, the pool refills once half of it is taken, a removed
+// flow's class goes when the pool is full, and a restarted backend adopts
+// the spares without a write.
 func TestIntegrationPool(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
@@ -67,14 +68,34 @@ func TestIntegrationPool(t *testing.T) {
 	if n := countOps(rep, "add", "class"); n != 0 || countOps(rep, "change", "class") != 1 || rep.Writes != 2 {
 		t.Errorf("add a flow with a warm pool: %s; want a spare changed and bound (2 writes), no class created", rep.Summary)
 	}
+	// Adds and removes that balance leave the pool alone: the removed
+	// flow's class is parked again.
+	time.Sleep(100 * time.Millisecond)
+	if n := spares(); n != 19 {
+		t.Errorf("%d spares after one add, want 19 (no refill above half the pool)", n)
+	}
+	rep, err = be.Update(ctx, map[uint64][]shaper.Flow{3: nil}, pol)
+	if err != nil || countOps(rep, "change", "class") != 1 || countOps(rep, "delete", "class") != 0 {
+		t.Errorf("remove a flow with room in the pool: %v, %s; want its class parked", err, rep.Summary)
+	}
+	// Half the pool taken: the grower fills it again.
+	added := map[uint64][]shaper.Flow{}
+	for seid := uint64(10); seid < 20; seid++ {
+		added[seid] = []shaper.Flow{updateFlow(seid, 1, 1, 0)}
+	}
+	if _, err := be.Update(ctx, added, pol); err != nil {
+		t.Fatalf("add 10 flows: %v", err)
+	}
 	waitFor("the pool refilled", func() bool { return spares() == 20 })
 
-	// The pool is full again: the removed flow's class goes (the pool
-	// stays at its size).
-	rep, err = be.Update(ctx, map[uint64][]shaper.Flow{3: nil}, pol)
+	// The pool is full again: a removed flow's class goes (the pool stays
+	// at its size).
+	rep, err = be.Update(ctx, map[uint64][]shaper.Flow{10: nil}, pol)
 	if err != nil || countOps(rep, "delete", "class") != 1 || countOps(rep, "change", "class") != 0 {
 		t.Errorf("remove a flow with a full pool: %v, %s; want its class deleted", err, rep.Summary)
 	}
+	flows = append(flows, added[11][0], added[12][0], added[13][0], added[14][0], added[15][0],
+		added[16][0], added[17][0], added[18][0], added[19][0])
 	be.Close()
 
 	fresh := Open(l.h, nil, l.dev, Options{})

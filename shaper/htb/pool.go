@@ -39,6 +39,18 @@ func (b *Backend) requestSpares() {
 	}
 }
 
+// refillIfLow asks the grower to fill the pool once an Update has left it
+// at half its size or less; b.mu is held. Filling only then keeps the
+// kernel's class creates (each walks every class of the qdisc under the
+// RTNL lock: milliseconds at tens of thousands of classes, and every other
+// tc write waits) away from events while adds and removes balance: a
+// removed flow's class is parked and the next new flow takes it.
+func (b *Backend) refillIfLow() {
+	if b.plan != nil && len(b.plan.spares) <= b.plan.pol.Pool/2 {
+		b.requestSpares()
+	}
+}
+
 func (b *Backend) growLoop() {
 	defer b.grow.done.Done()
 	for {

@@ -45,7 +45,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 		return res, err
 	}
 	if r.incremental {
-		u.st.tree, u.st.table, u.st.cls = cloneTree(desired), u.bound, u.cls
+		u.st.tree, u.st.table, u.st.cls = treeHeader(desired), u.bound, u.cls
 		u.st.link, u.st.leaf = u.link, res.LeafKind
 		r.mem = u.st
 	}

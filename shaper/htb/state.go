@@ -26,7 +26,7 @@ type devState struct {
 	classes map[uint16]*netlink.HtbClass
 
 	// Set when the state is remembered (after a successful run): tree is
-	// the desired tree made true, table the classifier's entries and cls
+	// the header of the desired tree made true (no classes), table the classifier's entries and cls
 	// the classifier that holds them; link is the device and leaf the leaf
 	// kind in use, so an incremental update reads neither back.
 	tree  *Tree
@@ -60,11 +60,12 @@ func (m *devState) deleted(t *Tree, minor uint16) {
 	delete(m.byParent, t.ClassID(minor))
 }
 
-// cloneTree copies t's class list so the memory does not change with the
-// caller's tree.
-func cloneTree(t *Tree) *Tree {
+// treeHeader is t without its classes: what a remembered state needs of
+// the tree made true (major, leaf spec); its classes are in the state's
+// kernel form already, and a copy would cost a class list per device.
+func treeHeader(t *Tree) *Tree {
 	c := *t
-	c.Classes = append([]Class(nil), t.Classes...)
+	c.Classes = nil
 	return &c
 }
 
