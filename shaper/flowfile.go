@@ -40,6 +40,8 @@ import (
 //	  leaf: auto              # auto | fq_codel | fifo
 //	  leaf_limit: 1000
 //	  leaf_interval: 100ms
+//	  accounting: packet      # packet (the user's IP packets) | frame
+//	  overhead: auto          # auto (from the device) | bytes
 //	flows:
 //	  - name: A               # label for output
 //	    seid: 1               # PFCP session id
@@ -92,6 +94,8 @@ type PolicyYAML struct {
 	Leaf         string `yaml:"leaf"`
 	LeafLimit    string `yaml:"leaf_limit"`
 	LeafInterval string `yaml:"leaf_interval"`
+	Accounting   string `yaml:"accounting"`
+	Overhead     string `yaml:"overhead"`
 }
 
 type flowYAML struct {
@@ -191,6 +195,9 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 	if pol.Leaf.Kind, err = ParseLeafKind(p.Leaf); err != nil {
 		return fmt.Errorf("leaf: %w", err)
 	}
+	if err := p.applyAccounting(pol); err != nil {
+		return err
+	}
 	rates := []struct {
 		field string
 		s     string
@@ -246,6 +253,19 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 			return fmt.Errorf("leaf_interval: invalid duration %q (e.g. 100ms)", p.LeafInterval)
 		}
 		pol.Leaf.IntervalUs = uint32(d / time.Microsecond)
+	}
+	return nil
+}
+
+// applyAccounting sets which bytes the classes count (accounting,
+// overhead).
+func (p *PolicyYAML) applyAccounting(pol *Policy) error {
+	var err error
+	if pol.Accounting, err = ParseAccounting(p.Accounting); err != nil {
+		return fmt.Errorf("accounting: %w", err)
+	}
+	if pol.Overhead, err = ParseOverhead(p.Overhead); err != nil {
+		return fmt.Errorf("overhead: %w", err)
 	}
 	return nil
 }

@@ -199,6 +199,13 @@ type Policy struct {
 	// Classifier is the classifier kind to use (auto, fw, bpf or gtpu);
 	// Plan reports any other kind as a policy error.
 	Classifier ClassifierKind
+	// Accounting says which bytes the classes count: the user's packets
+	// (default) or whole frames.
+	Accounting Accounting
+	// Overhead is, for packet accounting, the bytes a frame at the qdisc
+	// carries besides the user's packet: auto (the backend derives it from
+	// the device and the direction) or fixed.
+	Overhead Overhead
 }
 
 // Defaults of DefaultPolicy (the Policy fields say why).
@@ -226,7 +233,8 @@ const (
 // aware mode, non-GBR minimum 1 Mbit/s, burst/cburst 32 KiB, quantum 12500,
 // MaxFrame 1514, prio 0, fq_codel limit 1000 target 5 ms interval 100 ms
 // (auto: FIFO where fq_codel is missing), admission Refuse, classifier auto,
-// static rate/ceil 10/30 Mbit/s.
+// static rate/ceil 10/30 Mbit/s, packet accounting with the overhead
+// derived from the device.
 func DefaultPolicy(linkRate uint64) Policy {
 	return Policy{
 		LinkRate:    linkRate,
@@ -243,5 +251,6 @@ func DefaultPolicy(linkRate uint64) Policy {
 		Leaf:        LeafSpec{Kind: LeafAuto, Limit: 1000, TargetUs: 5000, IntervalUs: 100000},
 		Admission:   Refuse,
 		Classifier:  KindAuto,
+		Accounting:  AccountPacket,
 	}
 }
