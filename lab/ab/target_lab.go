@@ -44,7 +44,7 @@ type LabOptions struct {
 func NewLabTarget(l *lab.Lab, o LabOptions) (*LabTarget, error) {
 	t := &LabTarget{lab: l, tcp: o.TCP, payload: o.Payload, generator: o.Generator}
 	bo := o.Backend
-	bo.Handle, bo.Direction = l.UPFNetlink(), shaper.Downlink
+	bo.NetNS, bo.Direction = l.UPFNetNS(), shaper.Downlink
 	if o.NoMarks {
 		t.shared = backends.NewShared(lab.N3Dev)
 		bo.Classifier, bo.Shared = shaper.KindGTPU, t.shared

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -33,6 +34,13 @@ type Options struct {
 	// N3 names the N3 device, where the GTP-U classifier keeps the uplink
 	// (TEID, QFI) -> mark entries an N6 tree's classes are bound by.
 	N3 string
+	// Direction is the direction of the flows this device shapes: downlink
+	// (N3: packets leave as GTP-U frames) or uplink (N6); it decides the
+	// overhead packet accounting takes off (0: downlink).
+	Direction shaper.Direction
+	// NetNS is the network namespace h works in; the backend opens its own
+	// route-netlink socket there (netns.None(): the current one).
+	NetNS netns.NsHandle
 }
 
 // Backend is the HTB backend (shaper.Backend) for one device. It keeps the
@@ -41,6 +49,7 @@ type Options struct {
 type Backend struct {
 	mu    sync.Mutex
 	h     *netlink.Handle
+	raw   *rtnl
 	close func()
 	dev   string
 	opts  Options
@@ -50,11 +59,16 @@ type Backend struct {
 	prev *Tree
 }
 
-// Open returns the HTB backend for dev through h (kept open for the
-// Backend's life; closeH, if not nil, is called by Close).
-func Open(h *netlink.Handle, closeH func(), dev string, o Options) *Backend {
-	var ro []Option
-	ro = append(ro, WithForce(o.Force), WithIncremental(o.Incremental))
+// Open returns the HTB backend for dev through h, which works in network
+// namespace o.NetNS (h is kept open for the Backend's life; closeH, if not
+// nil, is called by Close). It opens the backend's own route-netlink socket
+// there.
+func Open(h *netlink.Handle, closeH func(), dev string, o Options) (*Backend, error) {
+	raw, err := dialRtnl(o.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("dev %s: %w", dev, err)
+	}
+	ro := []Option{WithForce(o.Force), WithIncremental(o.Incremental), withRaw(raw)}
 	if o.Custom != nil {
 		ro = append(ro, WithClassifier(o.Custom))
 	} else if o.Classifier != "" && o.Classifier != shaper.KindAuto {
@@ -63,7 +77,7 @@ func Open(h *netlink.Handle, closeH func(), dev string, o Options) *Backend {
 	if o.Leaf != "" {
 		ro = append(ro, WithLeaf(o.Leaf))
 	}
-	return &Backend{h: h, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}
+	return &Backend{h: h, raw: raw, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}, nil
 }
 
 // Name returns "htb".
@@ -89,8 +103,16 @@ func (b *Backend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		}
 		prev = actual // nil when the device has no tree yet
 	}
-	tree, problems := Plan(flows, b.policy(pol), prev)
+	pol, note, err := b.resolve(pol)
+	if err != nil {
+		return rep, err
+	}
+	tree, problems := Plan(flows, pol, prev)
 	rep.Problems = problems
+	if tree != nil {
+		rep.Accounting, rep.Overhead = tree.Accounting, tree.Overhead
+		rep.Notes = append(rep.Notes, note)
+	}
 	if p, bad := shaper.FirstError(problems); bad && (tree == nil || opt.Strict) {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, p)
 	}
@@ -106,6 +128,40 @@ func (b *Backend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	rep.Classes = classStates(tree)
 	b.prev = tree
 	return rep, nil
+}
+
+// resolve applies the backend's overrides to pol and fixes its overhead
+// from the device (link type, addresses) and the backend's direction; note
+// says which bytes the classes count and why.
+func (b *Backend) resolve(pol shaper.Policy) (shaper.Policy, string, error) {
+	pol = b.policy(pol)
+	dir := b.opts.Direction
+	if dir == 0 {
+		dir = shaper.Downlink
+	}
+	enc := shaper.DefaultEncap
+	if pol.Accounting == shaper.AccountPacket && !pol.Overhead.Fixed {
+		link, err := b.h.LinkByName(b.dev)
+		if err != nil {
+			return pol, "", fmt.Errorf("device %s: %w", b.dev, err)
+		}
+		if enc, err = readEncap(b.h, link, dir); err != nil {
+			return pol, "", err
+		}
+	}
+	over, why := pol.ResolveOverhead(dir, enc)
+	pol.Overhead = shaper.Overhead{Fixed: true, Bytes: over}
+	return pol, AccountingNote(pol.Accounting, over, why), nil
+}
+
+// AccountingNote is the one line that says which bytes a tree's classes
+// count: "accounting packet: classes count the user's packets (overhead 58:
+// N3: Ethernet 14 + ...; the link class adds it back and counts frames)".
+func AccountingNote(a shaper.Accounting, over uint32, why string) string {
+	if a != shaper.AccountPacket {
+		return "accounting frame: every class counts whole frames at the qdisc (no size table)"
+	}
+	return fmt.Sprintf("accounting packet: classes count the user's packets, %d bytes less than the frame (%s); the link class adds them back and counts frames", over, why)
 }
 
 // policy applies the backend's overrides to pol.
@@ -147,6 +203,10 @@ func (b *Backend) Resync() {
 // Close releases the netlink handle (when the Backend was given a closer).
 // The device keeps its tree and classifier.
 func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rec.Close()
+	b.raw.close()
 	if b.close != nil {
 		b.close()
 		b.close = nil
