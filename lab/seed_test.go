@@ -33,27 +33,35 @@ func seedArms(t *testing.T) []ab.Arm {
 // aware meets A's GBR and B's MBR, C gets the rest, the aggregate reaches
 // 99% of the payload ceiling, and N3 frames are 1286 bytes. Rates follow
 // GTPQOS_LAB_RATE_SCALE.
-func TestLabSeedStaticVsAware(t *testing.T) {
+// labTarget builds a lab and an A/B target on its N3 device; both are
+// removed when the test ends.
+func labTarget(t *testing.T, cfg lab.Config, o ab.LabOptions) (*lab.Lab, *ab.LabTarget) {
+	t.Helper()
 	testenv.RequireRoot(t)
-	l, err := lab.New(lab.Config{})
+	l, err := lab.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := l.Close(); err != nil {
 			t.Errorf("close lab: %v", err)
 		}
-	}()
-	ctx := context.Background()
-	target, err := ab.NewLabTarget(l, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin})
+	})
+	target, err := ab.NewLabTarget(l, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if err := target.Close(ctx); err != nil {
+	t.Cleanup(func() {
+		if err := target.Close(context.Background()); err != nil {
 			t.Errorf("reset tree: %v", err)
 		}
-	}()
+	})
+	return l, target
+}
+
+func TestLabSeedStaticVsAware(t *testing.T) {
+	l, target := labTarget(t, lab.Config{}, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin})
+	ctx := context.Background()
 	res, err := ab.Run(ctx, target, ab.Options{
 		Arms: seedArms(t), Runs: 1, Duration: 10 * time.Second,
 		WindowStart: 3 * time.Second, WindowEnd: 9 * time.Second,
@@ -92,18 +100,8 @@ func TestLabSeedStaticVsAware(t *testing.T) {
 // and the table reports retransmits. Whether TCP meets the contracts is
 // reported, not asserted (docs/lab.md states what it showed).
 func TestLabTCPVariant(t *testing.T) {
-	testenv.RequireRoot(t)
-	l, err := lab.New(lab.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, target := labTarget(t, lab.Config{}, ab.LabOptions{TCP: true, Generator: lab.TrafficBuiltin})
 	ctx := context.Background()
-	target, err := ab.NewLabTarget(l, ab.LabOptions{TCP: true, Generator: lab.TrafficBuiltin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close(ctx)
 	res, err := ab.Run(ctx, target, ab.Options{
 		Arms: seedArms(t), Runs: 1, Duration: 8 * time.Second,
 		WindowStart: 2 * time.Second, WindowEnd: 7 * time.Second, Tolerance: 0.05, TCP: true,

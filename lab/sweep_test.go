@@ -11,7 +11,6 @@ import (
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/lab/ab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // TestLabSweepContracts runs the sweep's MBR and GBR scenarios at 100- and
@@ -23,30 +22,12 @@ import (
 // greedy best-effort flow receives its GBR. With frame accounting the
 // 100-byte MBR flow gets what counting frames gives: 128/186 of its MBR.
 func TestLabSweepContracts(t *testing.T) {
-	testenv.RequireRoot(t)
 	cfg := lab.Config{N3QueueLen: ab.SweepQueueLen}
 	if os.Getenv(lab.RateScaleEnv) == "" {
 		cfg.RateScale = 0.1
 	}
-	l, err := lab.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("close lab: %v", err)
-		}
-	}()
+	l, target := labTarget(t, cfg, ab.LabOptions{Generator: lab.TrafficBuiltin})
 	ctx := context.Background()
-	target, err := ab.NewLabTarget(l, ab.LabOptions{Generator: lab.TrafficBuiltin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := target.Close(ctx); err != nil {
-			t.Errorf("reset tree: %v", err)
-		}
-	}()
 	o := ab.SweepOptions{Payloads: []int{100, 1200}, Scenarios: []string{"mbr", "gbr"}, Units: []shaper.Accounting{shaper.AccountPacket},
 		Duration: 9 * time.Second, WindowStart: 5 * time.Second, WindowEnd: 8 * time.Second, Tolerance: 0.01}
 	res, err := ab.Sweep(ctx, target, o)

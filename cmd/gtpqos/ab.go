@@ -256,16 +256,9 @@ func (f *abFlags) options(args []string) (ab.Options, error) {
 		win = f.window
 	}
 	var err error
-	if o.Duration, err = parseSeconds(dur); err != nil {
-		return o, usagef("--duration %q: %v", dur, err)
+	if o.Duration, o.WindowStart, o.WindowEnd, err = parseProtocol(dur, win); err != nil {
+		return o, err
 	}
-	from, to, ok := strings.Cut(win, "-")
-	a, err1 := strconv.Atoi(from)
-	b, err2 := strconv.Atoi(to)
-	if !ok || err1 != nil || err2 != nil {
-		return o, usagef("--window %q: want FROM-TO in whole seconds, e.g. 10-50", win)
-	}
-	o.WindowStart, o.WindowEnd = time.Duration(a)*time.Second, time.Duration(b)*time.Second
 	if f.tcp {
 		o.Payload = 0
 	}
@@ -329,6 +322,21 @@ func parseArm(s string) (ab.Arm, error) {
 	}
 	arm.Name, arm.Source, arm.Flows, arm.Policy = name, path, ff.Flows, ff.Policy
 	return arm, nil
+}
+
+// parseProtocol parses a run's duration ("60" seconds or a Go duration)
+// and its analysis window ("FROM-TO", whole seconds).
+func parseProtocol(dur, win string) (d, from, to time.Duration, err error) {
+	if d, err = parseSeconds(dur); err != nil {
+		return 0, 0, 0, usagef("--duration %q: %v", dur, err)
+	}
+	f, t, ok := strings.Cut(win, "-")
+	a, err1 := strconv.Atoi(f)
+	b, err2 := strconv.Atoi(t)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, 0, usagef("--window %q: want FROM-TO in whole seconds, e.g. 10-50", win)
+	}
+	return d, time.Duration(a) * time.Second, time.Duration(b) * time.Second, nil
 }
 
 // parseSeconds accepts "60" (seconds) or a Go duration ("60s", "1m").

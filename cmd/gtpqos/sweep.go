@@ -54,16 +54,12 @@ func (f *abFlags) sweepOptions(args []string) (ab.SweepOptions, error) {
 	if f.window != "" {
 		win = f.window
 	}
-	if o.Duration, err = parseSeconds(dur); err != nil {
-		return o, usagef("--duration %q: %v", dur, err)
+	if o.Duration, o.WindowStart, o.WindowEnd, err = parseProtocol(dur, win); err != nil {
+		return o, err
 	}
-	from, to, ok := strings.Cut(win, "-")
-	a, err1 := strconv.Atoi(from)
-	b, err2 := strconv.Atoi(to)
-	if !ok || err1 != nil || err2 != nil || a < 0 || b <= a || time.Duration(b)*time.Second > o.Duration {
+	if o.WindowStart < 0 || o.WindowEnd <= o.WindowStart || o.WindowEnd > o.Duration {
 		return o, usagef("--window %q: want FROM-TO in whole seconds within --duration", win)
 	}
-	o.WindowStart, o.WindowEnd = time.Duration(a)*time.Second, time.Duration(b)*time.Second
 	return o, nil
 }
 

@@ -30,7 +30,7 @@ func userRate(f FlowSummary) float64 {
 //
 //   - static: every flow within ±3% of an equal share; A fails its GBR
 //     (below 95%); B exceeds its MBR (above 105%);
-//   - aware: A between 95% of its GBR and its MBR (+1%); B within 1% of its
+//   - aware: A between 95% of its GBR and 105% of its MBR; B within 1% of its
 //     MBR; C gets the rest (at least 97% of the payload ceiling minus A
 //     and B); the aggregate at least 99% of the payload ceiling;
 //   - the classes count what the accounting says: payload + 28 bytes (the
@@ -60,8 +60,8 @@ func SeedAcceptance(res *Results) []Check {
 	}
 	if aware != nil {
 		a, b, c := aware.Flows[0], aware.Flows[1], aware.Flows[2]
-		add("aware: flow A >= 0.95 × GBR and <= MBR (+1%)", userRate(a) >= 0.95*a.GBR && userRate(a) <= 1.01*a.MBR,
-			"0.95 × %g <= A %.3f <= 1.01 × %g (user packets)", round3(a.GBR), userRate(a), round3(a.MBR))
+		add("aware: flow A >= 0.95 × GBR and <= 1.05 × MBR", userRate(a) >= 0.95*a.GBR && userRate(a) <= 1.05*a.MBR,
+			"0.95 × %g <= A %.3f <= 1.05 × %g (user packets)", round3(a.GBR), userRate(a), round3(a.MBR))
 		add("aware: flow B within 1% of its MBR", math.Abs(userRate(b)/b.MBR-1) <= 0.01,
 			"B %.3f = %g ± 1%% (user packets)", userRate(b), round3(b.MBR))
 		rest := aware.Ceiling - a.Goodput.Mean - b.Goodput.Mean

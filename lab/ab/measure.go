@@ -88,6 +88,9 @@ func measure(run *RunResult, o *Options, arm Arm, rep shaper.Report, scale float
 			receiverRates(&fr, o, tf)
 		} else if fr.Frame > 0 {
 			fr.Goodput = fr.Outer * payloadOf(o, fr.Frame) / fr.Frame
+			if fr.IP == 0 {
+				fr.IP = ipOf(o, fr.Goodput)
+			}
 		}
 		// Contracts count the user's packets.
 		got := fr.Goodput

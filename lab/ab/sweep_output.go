@@ -78,7 +78,7 @@ func WriteSweepTable(w io.Writer, r *SweepResults) error {
 	fmt.Fprintf(w, "lab sweep: rate scale %g (%s: every rate below is measured ×%g and shown ÷%g, in the contracts' Mbit/s); runs of %g s, seconds %d-%d; rates of the user's IP packets\n",
 		r.RateScale, "GTPQOS_LAB_RATE_SCALE", r.RateScale, r.RateScale, r.DurationS, r.WindowS[0], r.WindowS[1])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "payload\tIP packet\taccounting\tMBR 15, offered 2×\tdropped (want 50%)\tMBR 15, offered 0.99×: dropped / lost\tGBR 6 + greedy BE\tseed A (15/18)\tseed B (5/6)\tchecks")
+	fmt.Fprintln(tw, "payload\tIP packet\taccounting\tMBR 15, offered 2×\tdropped (want 50%)\tMBR 15, offered 0.99×: dropped / lost\tGBR 6 + greedy BE\tseed A (15/18)\tseed B (5/6)\tseed: N3 wire (link 30)\tchecks")
 	payloads, units := r.axes()
 	for _, p := range payloads {
 		for i, u := range units {
@@ -87,7 +87,7 @@ func WriteSweepTable(w io.Writer, r *SweepResults) error {
 				row[0], row[1] = fmt.Sprintf("%d B", p), fmt.Sprintf("%d B", p+InnerUDPOverhead)
 			}
 			row = append(row, r.errCell("mbr", p, u, "A", MBRScenarioMBR/1e6), r.dropCell(p, u), r.lostCell(p, u), r.errCell("gbr", p, u, "A", GBRScenarioGBR/1e6),
-				r.rateCell("seed", p, u, "A"), r.rateCell("seed", p, u, "B"), r.checksCell(p, u))
+				r.rateCell("seed", p, u, "A"), r.rateCell("seed", p, u, "B"), r.wireCell("seed", p, u), r.checksCell(p, u))
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
 	}
@@ -113,6 +113,21 @@ func (r *SweepResults) rateCell(sc string, p int, u, flow string) string {
 		return fmt.Sprintf("%.3f", ip)
 	}
 	return "-"
+}
+
+// wireCell is the N3 frames the scenario's flows sent, in the contracts'
+// Mbit/s: above the link when the classes' rates, counted in user packets,
+// need more than the wire has.
+func (r *SweepResults) wireCell(sc string, p int, u string) string {
+	x, ok := r.run(sc, p, u)
+	if !ok {
+		return "-"
+	}
+	var w float64
+	for _, f := range x.Flows {
+		w += f.Outer
+	}
+	return fmt.Sprintf("%.3f", w/r.RateScale)
 }
 
 func (r *SweepResults) dropCell(p int, u string) string {
