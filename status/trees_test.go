@@ -165,8 +165,9 @@ func TestIntegrationStatusTreesMark(t *testing.T) {
 		t.Fatalf("read: %v", err)
 	}
 	if len(v.Devices) != 2 || !strings.HasPrefix(v.Devices[0].Mode, "mark (") || len(v.Devices[0].GTPU) != 0 ||
-		!v.Devices[0].Tree || v.Devices[0].Root != "6771:" || v.Devices[0].FlowClasses != 2 {
-		t.Fatalf("devices %+v; want N3 with tree 6771: of 2 flow classes, mode mark (fw|bpf), no gtpu programs", v.Devices)
+		!v.Devices[0].Tree || v.Devices[0].Root != "6771:" || v.Devices[0].FlowClasses != 2 ||
+		v.Devices[0].Accounting != "packet" || v.Devices[0].Overhead != 58 {
+		t.Fatalf("devices %+v; want N3 with tree 6771: of 2 flow classes counting user packets (overhead 58, an Ethernet N3 device), mode mark (fw|bpf), no gtpu programs", v.Devices)
 	}
 	// The missing N6 is a problem naming it, not an error.
 	if v.Devices[1].Error == "" || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "gqnone0") {
