@@ -132,6 +132,11 @@ func (c *rtnl) query(req *nl.NetlinkRequest, typ uint16, f func([]byte) error) e
 			if m.Header.Seq != req.Seq {
 				continue
 			}
+			if m.Header.Flags&unix.NLM_F_DUMP_INTR != 0 && ferr == nil {
+				// The tree changed while the kernel dumped it: what was read
+				// may be inconsistent.
+				ferr = errors.New("dump interrupted by a concurrent change; read again")
+			}
 			switch {
 			case m.Header.Type == unix.NLMSG_DONE:
 				return ferr
