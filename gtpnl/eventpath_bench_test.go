@@ -125,7 +125,7 @@ func newEPLab(b *testing.B, c epCase) *epLab {
 	pol := shaper.DefaultPolicy(100e9)
 	pol.NonGBRMin, pol.Pool = 1e6, c.pool
 	pol.Leaf.Kind = shaper.LeafFIFO // the host kernel has no fq_codel
-	be, err := backends.Open(dev, backends.Options{Handle: h, Incremental: true, N3: dev, OnPool: l.obs.pool})
+	be, err := backends.Open(dev, backends.Options{NetNS: ns.Handle, Incremental: true, N3: dev, OnPool: l.obs.pool})
 	if err != nil {
 		b.Fatalf("open backend on %s: %v", dev, err)
 	}

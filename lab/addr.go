@@ -35,6 +35,6 @@ const (
 	upfTunDev = "n6tun"
 	gnbTunDev = "gtun"
 	// innerMTU keeps inner packets small enough that GTP-U never fragments
-	// on N3 (1500 - 16 - 8 - 20 = 1456; rounded down).
-	innerMTU = 1400
+	// on N3 (1500 - 16 - 8 - 20 = 1456): a 1400-byte UDP payload fits.
+	innerMTU = 1456
 )

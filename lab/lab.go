@@ -19,6 +19,10 @@ type Config struct {
 	NoMarks bool
 	// RateScale multiplies offered rates (0 = read GTPQOS_LAB_RATE_SCALE).
 	RateScale float64
+	// N3QueueLen, when set, is the N3 device's txqueuelen, which is the
+	// packet limit of HTB's built-in FIFO leaves (default 1000). A shorter
+	// queue reaches its steady state (drops at an MBR) sooner at low rates.
+	N3QueueLen int
 }
 
 // Lab is a running lab: namespaces, links, UPF and gNB stand-ins.
@@ -56,6 +60,16 @@ func New(cfg Config) (*Lab, error) {
 	topo, err := buildTopology(pdrs)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
+	}
+	if cfg.N3QueueLen > 0 {
+		l, err := topo.upf.nl.LinkByName(N3Dev)
+		if err == nil {
+			err = topo.upf.nl.LinkSetTxQLen(l, cfg.N3QueueLen)
+		}
+		if err != nil {
+			topo.close()
+			return nil, fmt.Errorf("lab: txqueuelen of %s: %w", N3Dev, err)
+		}
 	}
 	l := &Lab{pdrs: slices.Clone(pdrs), scale: scale, topo: topo}
 	if l.upf, err = newUPF(topo.upf, topo.upfTun, l.pdrs, !cfg.NoMarks); err != nil {

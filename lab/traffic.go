@@ -51,6 +51,10 @@ type TrafficSpec struct {
 	// Offered is the per-flow offered rate in bit/s of payload for flows
 	// whose PDR sets none (default 30 Mbit/s; TCP default: unlimited).
 	Offered float64
+	// PerFlow, when set, names the flows that send (others stay silent)
+	// with each one's offered rate in bit/s of UDP payload, already scaled
+	// (built-in UDP traffic only).
+	PerFlow map[string]float64
 	// Generator is TrafficBuiltin (default) or TrafficIperf3.
 	Generator string
 	// Start is when sending starts and second 0 begins (zero: 50 ms from
@@ -101,6 +105,14 @@ func (l *Lab) Run(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, error) 
 	if spec.Offered == 0 && !spec.TCP {
 		spec.Offered = DefaultOffered * l.scale
 	}
+	if spec.PerFlow != nil && (spec.TCP || (spec.Generator != "" && spec.Generator != TrafficBuiltin)) {
+		return nil, fmt.Errorf("per-flow offered rates: built-in UDP traffic only")
+	}
+	for name, r := range spec.PerFlow {
+		if l.pdrIndex(name) < 0 || !(r > 0) {
+			return nil, fmt.Errorf("offered rate %v for flow %q: want a lab flow and a rate above 0", r, name)
+		}
+	}
 	switch spec.Generator {
 	case "", TrafficBuiltin:
 		if spec.TCP {
@@ -114,12 +126,25 @@ func (l *Lab) Run(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, error) 
 	}
 }
 
-// offered returns PDR i's offered rate.
+// offered returns PDR i's offered rate (0: it does not send).
 func (l *Lab) offered(i int, spec TrafficSpec) float64 {
+	if spec.PerFlow != nil {
+		return spec.PerFlow[l.pdrs[i].Name]
+	}
 	if o := l.pdrs[i].Offered; o > 0 {
 		return o * l.scale
 	}
 	return spec.Offered
+}
+
+// pdrIndex returns the index of the PDR named name, or -1.
+func (l *Lab) pdrIndex(name string) int {
+	for i, p := range l.pdrs {
+		if p.Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // seconds is the number of whole-second intervals of a run.

@@ -19,8 +19,7 @@ import (
 func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, error) {
 	n := len(l.pdrs)
 	nsec := seconds(spec.Duration)
-	rx := make([]*net.UDPConn, n)
-	tx := make([]*net.UDPConn, n)
+	rx, tx, err := l.udpSockets()
 	defer func() {
 		for i := range n {
 			if rx[i] != nil {
@@ -31,16 +30,8 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 			}
 		}
 	}()
-	for i, p := range l.pdrs {
-		var err error
-		rx[i], err = listenUDP(l.topo.ue, netip.AddrPortFrom(p.UE, p.UEPort).String(), sockOpts{rcvBuf: 8 << 20, timestamps: true})
-		if err != nil {
-			return nil, fmt.Errorf("flow %s receiver: %w", p.Name, err)
-		}
-		tx[i], err = listenUDP(l.topo.dn, p.DN.String(), sockOpts{sndBuf: 4 << 20})
-		if err != nil {
-			return nil, fmt.Errorf("flow %s sender: %w", p.Name, err)
-		}
+	if err != nil {
+		return nil, err
 	}
 	out := make([]FlowTraffic, n)
 	var rid [4]byte
@@ -54,6 +45,9 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 	sendErr := make([]error, n)
 	for i := range n {
 		out[i].Name = l.pdrs[i].Name
+		if l.offered(i, spec) == 0 {
+			continue // silent in this run
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -95,6 +89,23 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		return out, e
 	}
 	return out, nil
+}
+
+// udpSockets opens each flow's receiver (in ue) and sender (in dn); the
+// caller closes what was opened, also on error.
+func (l *Lab) udpSockets() (rx, tx []*net.UDPConn, err error) {
+	rx, tx = make([]*net.UDPConn, len(l.pdrs)), make([]*net.UDPConn, len(l.pdrs))
+	for i, p := range l.pdrs {
+		rx[i], err = listenUDP(l.topo.ue, netip.AddrPortFrom(p.UE, p.UEPort).String(), sockOpts{rcvBuf: 8 << 20, timestamps: true})
+		if err != nil {
+			return rx, tx, fmt.Errorf("flow %s receiver: %w", p.Name, err)
+		}
+		tx[i], err = listenUDP(l.topo.dn, p.DN.String(), sockOpts{sndBuf: 4 << 20})
+		if err != nil {
+			return rx, tx, fmt.Errorf("flow %s sender: %w", p.Name, err)
+		}
+	}
+	return rx, tx, nil
 }
 
 // Built-in UDP payload layout: bytes 0..7 sequence number, 8..15 the gNB's

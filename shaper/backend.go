@@ -102,6 +102,11 @@ type Report struct {
 	Flows      int
 	ClassCount int
 	Classes    []ClassState
+	// Accounting is the bytes the classes count; Overhead, under packet
+	// accounting, the bytes of each frame they do not count (their byte
+	// counters leave them out too).
+	Accounting Accounting
+	Overhead   uint32
 }
 
 // InSync reports whether Apply wrote nothing.
@@ -211,6 +216,12 @@ type Inspection struct {
 	// Classifier and Leaf are the classifier and leaf kinds in use.
 	Classifier ClassifierKind
 	Leaf       LeafKind
+	// Accounting is the bytes the classes count, as the kernel's tree says
+	// (a size table on the root: packet); Overhead the bytes of each frame
+	// they leave out (packet accounting). Class counters count the same
+	// bytes.
+	Accounting Accounting
+	Overhead   uint32
 	// Default is the handle of the class unclassified packets go to.
 	Default string
 	// Classes are the tree's classes with their keys and counters.

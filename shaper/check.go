@@ -75,6 +75,14 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 		p.report(Error, BadPolicy, nil, "pool", "pool of %d spare classes outside 0..65518", pol.Pool)
 		ok = false
 	}
+	if pol.Accounting != AccountPacket && pol.Accounting != AccountFrame {
+		p.report(Error, BadPolicy, nil, "accounting", "unknown accounting %d", pol.Accounting)
+		ok = false
+	}
+	if pol.Overhead.Fixed && pol.Overhead.Bytes > MaxOverhead {
+		p.report(Error, BadPolicy, nil, "overhead", "overhead %d bytes above %d", pol.Overhead.Bytes, MaxOverhead)
+		ok = false
+	}
 	if pol.Classifier == "" {
 		pol.Classifier = KindAuto
 	}

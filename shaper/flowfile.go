@@ -40,6 +40,8 @@ import (
 //	  leaf_limit: 1000
 //	  leaf_interval: 100ms
 //	  pool: 64                # spare classes kept ready (watch)
+//	  accounting: packet      # packet (the user's IP packets) | frame
+//	  overhead: auto          # auto (from the device) | bytes
 //	flows:
 //	  - name: A               # label for output
 //	    seid: 1               # PFCP session id
@@ -95,6 +97,8 @@ type PolicyYAML struct {
 	LeafLimit    string `yaml:"leaf_limit"`
 	LeafInterval string `yaml:"leaf_interval"`
 	Pool         string `yaml:"pool"`
+	Accounting   string `yaml:"accounting"`
+	Overhead     string `yaml:"overhead"`
 }
 
 type flowYAML struct {
@@ -230,7 +234,8 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 	return nil
 }
 
-// applyKinds sets the mode, admission, classifier and leaf kinds.
+// applyKinds sets the mode, admission, classifier and leaf kinds and the
+// accounting.
 func (p *PolicyYAML) applyKinds(pol *Policy) error {
 	var err error
 	if pol.Mode, err = ParseMode(p.Mode); err != nil {
@@ -247,7 +252,7 @@ func (p *PolicyYAML) applyKinds(pol *Policy) error {
 	if pol.Leaf.Kind, err = ParseLeafKind(p.Leaf); err != nil {
 		return fmt.Errorf("leaf: %w", err)
 	}
-	return nil
+	return p.applyAccounting(pol)
 }
 
 // applyRates sets the rates (bit/s).
@@ -324,6 +329,19 @@ func (p *PolicyYAML) applyCounts(pol *Policy) error {
 			return err
 		}
 		pol.Pool = int(v)
+	}
+	return nil
+}
+
+// applyAccounting sets which bytes the classes count (accounting,
+// overhead).
+func (p *PolicyYAML) applyAccounting(pol *Policy) error {
+	var err error
+	if pol.Accounting, err = ParseAccounting(p.Accounting); err != nil {
+		return fmt.Errorf("accounting: %w", err)
+	}
+	if pol.Overhead, err = ParseOverhead(p.Overhead); err != nil {
+		return fmt.Errorf("overhead: %w", err)
 	}
 	return nil
 }

@@ -3,8 +3,8 @@ package shaper
 import (
 	"bytes"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"math/rand"
 	"strings"
 	"testing"
@@ -78,23 +78,23 @@ func TestFastFlowsTakesTheGeneratedForm(t *testing.T) {
 func TestFastFlowsLeavesTheRestToYAML(t *testing.T) {
 	const head = "link: 30mbit\nflows:\n"
 	for _, body := range []string{
-		"  - {name: 'A', seid: 1}\n",         // quotes
-		"  - {name: A B, seid: 1}\n",         // a space in a value
-		"  - {name: A, seid: ~}\n",           // null
-		"  - {name: A, seid: null}\n",        // null
-		"  - {name: A, seid: 1, seid: 2}\n",  // a key twice
-		"  - {name: A, sied: 1}\n",           // an unknown key
-		"  - {name: A, seid: 1,}\n",          // a trailing comma
-		"  - {name: A, seid: -1}\n",          // an indicator first
-		"  - {name: A, seid:1}\n",            // no space after the colon
-		"  - {name: A, seid: 1}#c\n",         // a comment without a space
-		"  - {name: A}\n   - {name: B}\n",    // two indents
-		"  - name: A\n    seid: 1\n",         // block style
-		"  - {name: A}\nlink: 1mbit\n",       // a key after the flows
-		"  - {name: A}\n---\nlink: 1mbit\n",  // a second document
-		"  - {name: A, seid: 1\n  }\n",       // a mapping over two lines
-		"  - {name: A,\tseid: 1}\n",          // a tab
-		"  - {name: A, seid: {x: 1}}\n",      // nesting
+		"  - {name: 'A', seid: 1}\n",          // quotes
+		"  - {name: A B, seid: 1}\n",          // a space in a value
+		"  - {name: A, seid: ~}\n",            // null
+		"  - {name: A, seid: null}\n",         // null
+		"  - {name: A, seid: 1, seid: 2}\n",   // a key twice
+		"  - {name: A, sied: 1}\n",            // an unknown key
+		"  - {name: A, seid: 1,}\n",           // a trailing comma
+		"  - {name: A, seid: -1}\n",           // an indicator first
+		"  - {name: A, seid:1}\n",             // no space after the colon
+		"  - {name: A, seid: 1}#c\n",          // a comment without a space
+		"  - {name: A}\n   - {name: B}\n",     // two indents
+		"  - name: A\n    seid: 1\n",          // block style
+		"  - {name: A}\nlink: 1mbit\n",        // a key after the flows
+		"  - {name: A}\n---\nlink: 1mbit\n",   // a second document
+		"  - {name: A, seid: 1\n  }\n",        // a mapping over two lines
+		"  - {name: A,\tseid: 1}\n",           // a tab
+		"  - {name: A, seid: {x: 1}}\n",       // nesting
 		"  - {name: \"A\\u0041\", seid: 1}\n", // escapes
 	} {
 		if checkFast(t, []byte(head+body)) {

@@ -204,6 +204,13 @@ type Policy struct {
 	// create, whose kernel cost grows with the classes present; a removed
 	// flow's class is parked as a spare while there are fewer than Pool.
 	Pool int
+	// Accounting says which bytes the classes count: the user's packets
+	// (default) or whole frames.
+	Accounting Accounting
+	// Overhead is, for packet accounting, the bytes a frame at the qdisc
+	// carries besides the user's packet: auto (the backend derives it from
+	// the device and the direction) or fixed.
+	Overhead Overhead
 }
 
 // Defaults of DefaultPolicy (the Policy fields say why).
@@ -233,7 +240,8 @@ const (
 // aware mode, non-GBR minimum 1 Mbit/s, burst/cburst 32 KiB, quantum 12500,
 // MaxFrame 1514, prio 0, fq_codel limit 1000 target 5 ms interval 100 ms
 // (auto: FIFO where fq_codel is missing), admission Refuse, classifier auto,
-// static rate/ceil 10/30 Mbit/s.
+// static rate/ceil 10/30 Mbit/s, packet accounting with the overhead
+// derived from the device.
 func DefaultPolicy(linkRate uint64) Policy {
 	return Policy{
 		LinkRate:    linkRate,
@@ -251,5 +259,6 @@ func DefaultPolicy(linkRate uint64) Policy {
 		Admission:   Refuse,
 		Classifier:  KindAuto,
 		Pool:        DefaultPool,
+		Accounting:  AccountPacket,
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
@@ -34,6 +34,11 @@ type Device struct {
 	// Mode is the classification: "mark (fw)", "mark (bpf)", "gtpu" or
 	// "none".
 	Mode string `json:"mode"`
+	// Accounting is the bytes the tree's classes (and the RATE column)
+	// count: "packet" (the user's packets, Overhead bytes less than each
+	// frame) or "frame".
+	Accounting string `json:"accounting,omitempty"`
+	Overhead   uint32 `json:"overhead,omitempty"`
 	// GTPU lists the gtpqos clsact programs attached to the device.
 	GTPU []shaper.Attachment `json:"gtpu,omitempty"`
 	// Error is why the device could not be read (empty if it could).
@@ -66,9 +71,9 @@ type TreeView struct {
 // DeviceTrees reads the N3 (downlink) and N6 (uplink) devices through
 // their backends.
 type DeviceTrees struct {
-	// Handle is a route-netlink handle to read through (nil: the current
-	// network namespace).
-	Handle *netlink.Handle
+	// NetNS is the network namespace the devices are in (0: the current
+	// one).
+	NetNS netns.NsHandle
 	// N3 and N6 name the devices ("" for none).
 	N3, N6 string
 	// Interval is the time between the two counter readings (0: no rates).
@@ -139,7 +144,7 @@ func (n DeviceTrees) Read(ctx context.Context, flows []shaper.Flow) (TreeView, e
 // up in Device.Error.
 func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.Direction) *reading {
 	r := &reading{dev: Device{Role: role, Dev: dev, Mode: "none"}, dir: dir}
-	be, err := backends.Open(dev, backends.Options{Handle: n.Handle, N3: n.N3, Direction: dir})
+	be, err := backends.Open(dev, backends.Options{NetNS: n.NetNS, N3: n.N3, Direction: dir})
 	if err != nil {
 		r.dev.Error = err.Error()
 		return r
@@ -165,6 +170,7 @@ func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.D
 		return r
 	}
 	r.dev.Tree, r.dev.Root, r.dev.FlowClasses = true, in.Root, len(in.FlowClasses())
+	r.dev.Accounting, r.dev.Overhead = in.Accounting.String(), in.Overhead
 	if in.Classifier != "" {
 		r.dev.Mode = ModeName(in.Classifier)
 	}

@@ -89,7 +89,7 @@ func TestIntegrationStatusTreesGTPU(t *testing.T) {
 	sendWithPriority(t, l.NS, [4]byte{10, 77, 0, 9}, shapetest.ClassID(t, busy.Handle))
 	time.Sleep(200 * time.Millisecond) // past the initial burst
 
-	v, err := DeviceTrees{Handle: l.H, N3: l.N3, N6: l.N6, Interval: 500 * time.Millisecond}.Read(context.Background(), flows)
+	v, err := DeviceTrees{NetNS: l.NS.Handle, N3: l.N3, N6: l.N6, Interval: 500 * time.Millisecond}.Read(context.Background(), flows)
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
@@ -147,12 +147,11 @@ func TestIntegrationStatusTreesMark(t *testing.T) {
 	testenv.RequireCmd(t, "ip")
 	ns := testenv.NewNetNS(t)
 	ns.AddVethPair(t, "gqm0", "gqm1")
-	h := shapetest.HandleIn(t, ns)
 	flows := []shaper.Flow{
 		{ID: shaper.FlowID{SEID: 1, QERID: 1}, QFI: 1, Direction: shaper.Downlink, GBR: 1e6, MBR: 2e6, Mark: 0x21},
 		{ID: shaper.FlowID{SEID: 2, QERID: 1}, QFI: 1, Direction: shaper.Downlink, GBR: 1e6, MBR: 2e6, Mark: 0x22},
 	}
-	be, err := backends.Open("gqm0", backends.Options{Handle: h})
+	be, err := backends.Open("gqm0", backends.Options{NetNS: ns.Handle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +160,14 @@ func TestIntegrationStatusTreesMark(t *testing.T) {
 	if err != nil || len(applied.Problems) > 0 {
 		t.Fatalf("apply: %v (problems %v)", err, applied.Problems)
 	}
-	v, err := DeviceTrees{Handle: h, N3: "gqm0", N6: "gqnone0", Interval: 50 * time.Millisecond}.Read(context.Background(), flows)
+	v, err := DeviceTrees{NetNS: ns.Handle, N3: "gqm0", N6: "gqnone0", Interval: 50 * time.Millisecond}.Read(context.Background(), flows)
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
 	if len(v.Devices) != 2 || !strings.HasPrefix(v.Devices[0].Mode, "mark (") || len(v.Devices[0].GTPU) != 0 ||
-		!v.Devices[0].Tree || v.Devices[0].Root != "6771:" || v.Devices[0].FlowClasses != 2 {
-		t.Fatalf("devices %+v; want N3 with tree 6771: of 2 flow classes, mode mark (fw|bpf), no gtpu programs", v.Devices)
+		!v.Devices[0].Tree || v.Devices[0].Root != "6771:" || v.Devices[0].FlowClasses != 2 ||
+		v.Devices[0].Accounting != "packet" || v.Devices[0].Overhead != 58 {
+		t.Fatalf("devices %+v; want N3 with tree 6771: of 2 flow classes counting user packets (overhead 58, an Ethernet N3 device), mode mark (fw|bpf), no gtpu programs", v.Devices)
 	}
 	// The missing N6 is a problem naming it, not an error.
 	if v.Devices[1].Error == "" || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "gqnone0") {
@@ -182,7 +182,7 @@ func TestIntegrationStatusTreesMark(t *testing.T) {
 	// The whole report: the patched-gtp5g flow with mark 0x21 lands in
 	// flow 1's class, and the device names the mode.
 	rep, err := Collect(context.Background(), fakeSource{feats: 0xf}, func() Trees {
-		return DeviceTrees{Handle: h, N3: "gqm0", Interval: 50 * time.Millisecond}
+		return DeviceTrees{NetNS: ns.Handle, N3: "gqm0", Interval: 50 * time.Millisecond}
 	})
 	if err != nil {
 		t.Fatal(err)

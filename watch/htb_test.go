@@ -54,17 +54,11 @@ func newHTBLab(t testing.TB, link uint64) *htbLab {
 }
 
 // backend returns a fresh HTB backend on the lab's device as a fresh
-// daemon opens it (backends.Open, incremental), through a netlink handle
-// of its own in the lab's netns; o's Handle, Incremental and N3 are set
-// here.
+// daemon opens it (backends.Open, incremental), with netlink sockets of
+// its own in the lab's netns; o's NetNS, Incremental and N3 are set here.
 func (l *htbLab) backend(t testing.TB, o backends.Options) *htb.Backend {
 	t.Helper()
-	h, err := netlink.NewHandleAt(l.ns.Handle)
-	if err != nil {
-		t.Fatalf("netlink handle: %v", err)
-	}
-	t.Cleanup(h.Close)
-	o.Handle, o.Incremental, o.N3 = h, true, l.dev
+	o.NetNS, o.Incremental, o.N3 = l.ns.Handle, true, l.dev
 	be, err := backends.Open(l.dev, o)
 	if err != nil {
 		t.Fatalf("open backend on %s: %v", l.dev, err)
@@ -86,7 +80,7 @@ func (l *htbLab) options(src Source, be shaper.Backend) Options {
 // actual reads the kernel's tree through a reconciler of its own.
 func (l *htbLab) actual(t testing.TB) *htb.Tree {
 	t.Helper()
-	tr, err := htb.NewReconciler(l.h, l.dev).Actual(context.Background())
+	tr, err := htb.NewReconciler(l.h, l.dev, htb.WithNetNS(l.ns.Handle)).Actual(context.Background())
 	if err != nil {
 		t.Fatalf("read tree on %s: %v", l.dev, err)
 	}
@@ -195,7 +189,7 @@ func (l *htbLab) waitShape(t testing.TB, want *htb.Tree, what string) {
 	var got string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		tr, err := htb.NewReconciler(l.h, l.dev).Actual(context.Background())
+		tr, err := htb.NewReconciler(l.h, l.dev, htb.WithNetNS(l.ns.Handle)).Actual(context.Background())
 		if err != nil {
 			t.Fatalf("read tree on %s: %v", l.dev, err)
 		}
@@ -577,7 +571,7 @@ func TestHTBCleanupOnExitRemovesTree(t *testing.T) {
 	if err := e.Cleanup(context.Background()); err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}
-	tr, err := htb.NewReconciler(l.h, l.dev).Actual(context.Background())
+	tr, err := htb.NewReconciler(l.h, l.dev, htb.WithNetNS(l.ns.Handle)).Actual(context.Background())
 	if err != nil || tr != nil {
 		t.Fatalf("after cleanup: tree %v, err %v; want no gtpqos tree", tr, err)
 	}

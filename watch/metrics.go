@@ -157,7 +157,7 @@ type classCollector struct {
 
 var (
 	classLabels     = []string{"dev", "class", "seid", "qer", "qfi"}
-	descBytes       = prometheus.NewDesc("gtpqos_class_sent_bytes_total", "Bytes sent by a flow's HTB class.", classLabels, nil)
+	descBytes       = prometheus.NewDesc("gtpqos_class_sent_bytes_total", "Bytes sent by a flow's HTB class, in the tree's accounting unit (packet: the user's packets; frame: whole frames).", classLabels, nil)
 	descPackets     = prometheus.NewDesc("gtpqos_class_sent_packets_total", "Packets sent by a flow's HTB class.", classLabels, nil)
 	descDrops       = prometheus.NewDesc("gtpqos_class_drops_total", "Packets dropped in a flow's HTB class.", classLabels, nil)
 	descOverlimits  = prometheus.NewDesc("gtpqos_class_overlimits_total", "HTB overlimit events of a flow's class.", classLabels, nil)

@@ -44,6 +44,8 @@ timeseries.csv and SVG figures to --out.
   sudo gtpqos ab --lab --demo --duration 60 --window 10-50 --runs 5   # the seed's protocol
   sudo gtpqos ab --lab --demo --tcp               # the same contracts with TCP
   sudo gtpqos ab --dev eth1 static=s.yaml aware=a.yaml   # a real UPF: counters only
+  sudo gtpqos ab --lab --sweep payload=64,128,256,512,1200,1400   # contract error vs packet size,
+                                                  # packet and frame accounting side by side (~7 min)
 
 flags:`
 
@@ -52,7 +54,7 @@ type abFlags struct {
 	runs                          int
 	duration, window, traffic     string
 	out, dev, classifier, leaf    string
-	labPDRs, replot               string
+	labPDRs, replot, sweep        string
 	tolerance                     float64
 	payload                       int
 	pause                         time.Duration
@@ -79,6 +81,7 @@ func (f *abFlags) flagSet() *flag.FlagSet {
 	fs.IntVar(&f.payload, "payload", lab.DefaultPayload, "UDP payload bytes (lab traffic, and the payload ceiling; 0 = derive from the frame)")
 	fs.DurationVar(&f.pause, "pause", time.Second, "pause between runs")
 	fs.StringVar(&f.replot, "replot", "", "re-print the table and re-write the files (into --out) from a results.json; runs nothing")
+	fs.StringVar(&f.sweep, "sweep", "", "lab: payload=N,N,... runs the contract scenarios (MBR offered 2× and 0.99×, GBR next to a greedy flow, the seed's aware arm) at each UDP payload size with packet and frame accounting (runs of 12 s, window 5-11; rate scale 0.1 unless GTPQOS_LAB_RATE_SCALE is set)")
 	return fs
 }
 
@@ -96,6 +99,9 @@ func runAB(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if f.replot != "" {
 		return replot(f.replot, f.out, stdout)
+	}
+	if f.sweep != "" {
+		return runSweep(ctx, f, fs.Args(), stdout)
 	}
 	opts, err := f.options(fs.Args())
 	if err != nil {
@@ -253,16 +259,9 @@ func (f *abFlags) options(args []string) (ab.Options, error) {
 		win = f.window
 	}
 	var err error
-	if o.Duration, err = parseSeconds(dur); err != nil {
-		return o, usagef("--duration %q: %v", dur, err)
+	if o.Duration, o.WindowStart, o.WindowEnd, err = parseProtocol(dur, win); err != nil {
+		return o, err
 	}
-	from, to, ok := strings.Cut(win, "-")
-	a, err1 := strconv.Atoi(from)
-	b, err2 := strconv.Atoi(to)
-	if !ok || err1 != nil || err2 != nil {
-		return o, usagef("--window %q: want FROM-TO in whole seconds, e.g. 10-50", win)
-	}
-	o.WindowStart, o.WindowEnd = time.Duration(a)*time.Second, time.Duration(b)*time.Second
 	if f.tcp {
 		o.Payload = 0
 	}
@@ -326,6 +325,21 @@ func parseArm(s string) (ab.Arm, error) {
 	}
 	arm.Name, arm.Source, arm.Flows, arm.Policy = name, path, ff.Flows, ff.Policy
 	return arm, nil
+}
+
+// parseProtocol parses a run's duration ("60" seconds or a Go duration)
+// and its analysis window ("FROM-TO", whole seconds).
+func parseProtocol(dur, win string) (d, from, to time.Duration, err error) {
+	if d, err = parseSeconds(dur); err != nil {
+		return 0, 0, 0, usagef("--duration %q: %v", dur, err)
+	}
+	f, t, ok := strings.Cut(win, "-")
+	a, err1 := strconv.Atoi(f)
+	b, err2 := strconv.Atoi(t)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, 0, usagef("--window %q: want FROM-TO in whole seconds, e.g. 10-50", win)
+	}
+	return d, time.Duration(a) * time.Second, time.Duration(b) * time.Second, nil
 }
 
 // parseSeconds accepts "60" (seconds) or a Go duration ("60s", "1m").

@@ -46,3 +46,32 @@ func TestABOptionsErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSweepOptions(t *testing.T) {
+	f := abFlags{lab: true, traffic: "builtin", sweep: "payload=64,128,1400"}
+	o, err := f.sweepOptions(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Payloads) != 3 || o.Payloads[2] != 1400 || o.Tolerance != 0.01 || o.Duration != 12*time.Second || o.WindowStart != 5*time.Second || o.WindowEnd != 11*time.Second {
+		t.Fatalf("sweep options %+v", o)
+	}
+	for name, c := range map[string]struct {
+		f    abFlags
+		args []string
+		want string
+	}{
+		"not lab":   {abFlags{sweep: "payload=64"}, nil, "give --lab"},
+		"with arms": {abFlags{lab: true, sweep: "payload=64"}, []string{"a.yaml"}, "no arms"},
+		"tcp":       {abFlags{lab: true, tcp: true, sweep: "payload=64"}, nil, "--tcp"},
+		"key":       {abFlags{lab: true, sweep: "size=64"}, nil, "want payload=N"},
+		"too big":   {abFlags{lab: true, sweep: "payload=64,1500"}, nil, `payload "1500"`},
+		"not a num": {abFlags{lab: true, sweep: "payload=64,x"}, nil, `payload "x"`},
+		"window":    {abFlags{lab: true, sweep: "payload=64", window: "5-20"}, nil, "--window"},
+	} {
+		c.f.traffic = "builtin"
+		if _, err := c.f.sweepOptions(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", name, err, c.want)
+		}
+	}
+}

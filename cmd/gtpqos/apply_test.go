@@ -32,8 +32,9 @@ func TestPlanSeedFiles(t *testing.T) {
 		t.Fatalf("plan aware: rc %d, stderr %q", rc, errs)
 	}
 	for _, want := range []string{
-		"root handle 6771: htb default 2",
-		"classid 6771:1 htb rate 30mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
+		"# accounting packet: classes count the user's packets, 58 bytes less than the frame",
+		"root handle 6771: stab overhead -58 linklayer ethernet htb default 2",
+		"classid 6771:1 htb rate 30mbit ceil 30mbit overhead 58 burst 32k cburst 32k quantum 12500",
 		"classid 6771:2 htb rate 1mbit ceil 30mbit",
 		"parent 6771:1 classid 6771:10 htb rate 15mbit ceil 18mbit burst 32k cburst 32k quantum 12500",
 		"parent 6771:1 classid 6771:11 htb rate 5mbit ceil 6mbit burst 32k cburst 32k quantum 12500",
@@ -176,8 +177,10 @@ func TestIntegrationCLI(t *testing.T) {
 	}
 
 	rc, out, _ = runIn(t, ns, "apply", "-f", examples+"seed-static.yaml", "--dev", "gqc0")
-	if rc != 0 || !strings.Contains(out, "changed 3") || !strings.Contains(out, "created 0") {
-		t.Errorf("apply static: rc %d, want 3 classes changed in place:\n%s", rc, out)
+	// The static arm counts frames (as the seed did): the link class and
+	// the three flow classes change in place, and the root's size table.
+	if rc != 0 || !strings.Contains(out, "changed 4") || !strings.Contains(out, "created 0") || !strings.Contains(out, "switched to frame in place") {
+		t.Errorf("apply static: rc %d, want the link and 3 flow classes changed in place:\n%s", rc, out)
 	}
 	rc, out, _ = runIn(t, ns, "reset", "--dev", "gqc0")
 	if rc != 0 || !strings.Contains(out, "removed") {
@@ -200,5 +203,51 @@ func TestIntegrationCLI(t *testing.T) {
 	}
 	if rc, out, errs := runIn(t, ns, "apply", "-f", examples+"seed-aware.yaml", "--dev", "gqc0", "--force"); rc != 0 {
 		t.Errorf("apply --force: rc %d\n%s%s", rc, out, errs)
+	}
+}
+
+// TestIntegrationCLIAccounting: apply says which bytes the classes count
+// and writes nothing the second time; switching the flows file to frame
+// accounting and back changes the tree in place and says so.
+func TestIntegrationCLIAccounting(t *testing.T) {
+	testenv.RequireCmd(t, "ip", "tc")
+	ns := testenv.NewNetNS(t)
+	ns.AddVethPair(t, "gqe0", "gqf0")
+	ns.Run(t, "ip", "addr", "add", "10.78.0.1/24", "dev", "gqe0")
+	seed, err := os.ReadFile(examples + "seed-aware.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := filepath.Join(t.TempDir(), "frame.yaml")
+	body := strings.Replace(string(seed), "  mode: aware", "  mode: aware\n  accounting: frame", 1)
+	if body == string(seed) {
+		t.Fatal("seed-aware.yaml has no 'mode: aware' line to add accounting after")
+	}
+	if err := os.WriteFile(frame, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		file string
+		want []string
+	}{
+		{examples + "seed-aware.yaml", []string{"classes created 3", "note: accounting packet: classes count the user's packets, 58 bytes less than the frame (N3: Ethernet 14 + IPv4 20 + UDP 8 + GTP-U 8 + optional fields 4 + PDU Session Container 4 = 58)"}},
+		{examples + "seed-aware.yaml", []string{"in sync"}},
+		{frame, []string{"note: accounting frame: every class counts whole frames", "note: accounting switched to frame in place: no size table, classes count whole frames (class counters kept)", "changed class 6771:1 (link): rate 30mbit ceil 30mbit"}},
+		{frame, []string{"in sync"}},
+		{examples + "seed-aware.yaml", []string{"note: accounting switched to packet in place: size table overhead -58 on the root, the link class adds 58 back (class counters kept)"}},
+	}
+	for i, s := range steps {
+		rc, out, errs := runIn(t, ns, "apply", "-f", s.file, "--dev", "gqe0")
+		if rc != 0 {
+			t.Fatalf("step %d: rc %d\n%s%s", i, rc, out, errs)
+		}
+		for _, w := range s.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("step %d (%s): output lacks %q:\n%s", i, filepath.Base(s.file), w, out)
+			}
+		}
+	}
+	if q := ns.Run(t, "tc", "-d", "qdisc", "show", "dev", "gqe0"); !strings.Contains(q, "overhead -58") {
+		t.Errorf("size table after switching back:\n%s", q)
 	}
 }

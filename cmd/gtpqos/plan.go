@@ -73,12 +73,17 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := backends.Plan(ff.Flows, ff.Policy)
+	d := shaper.Downlink
+	if *dir == "uplink" || *dir == "ul" {
+		d = shaper.Uplink
+	}
+	p, err := backends.Plan(ff.Flows, ff.Policy, d)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "# %s: %d flows, link %s, mode %s, admission %s, classifier %s\n",
 		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, p.Classifier)
+	fmt.Fprintf(stdout, "# %s\n", p.Accounting)
 	fmt.Fprint(stdout, p.Render(*dev))
 	for _, pr := range p.Problems {
 		fmt.Fprintf(stdout, "# problem: %s\n", pr)

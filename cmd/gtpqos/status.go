@@ -136,6 +136,12 @@ func deviceLine(d status.Device) string {
 	s := fmt.Sprintf("%s %s (%s): ", d.Role, d.Dev, dir)
 	if d.Tree {
 		s += fmt.Sprintf("tree %s with %d flow classes", d.Root, d.FlowClasses)
+		switch d.Accounting {
+		case "packet":
+			s += fmt.Sprintf(", accounting packet (classes and RATE count the user's packets, %d bytes less than each frame)", d.Overhead)
+		case "frame":
+			s += ", accounting frame (classes and RATE count whole frames)"
+		}
 	} else {
 		s += "no gtpqos tree"
 	}

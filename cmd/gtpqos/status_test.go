@@ -98,6 +98,10 @@ func TestStatusDeviceLine(t *testing.T) {
 	}{
 		{status.Device{Role: "N3", Dev: "gqm0", Tree: true, Root: "6771:", FlowClasses: 2, Mode: "mark (fw)"},
 			"N3 gqm0 (downlink): tree 6771: with 2 flow classes, classification mark (fw)"},
+		{status.Device{Role: "N3", Dev: "gqm0", Tree: true, Root: "6771:", FlowClasses: 2, Mode: "mark (bpf)", Accounting: "packet", Overhead: 58},
+			"N3 gqm0 (downlink): tree 6771: with 2 flow classes, accounting packet (classes and RATE count the user's packets, 58 bytes less than each frame), classification mark (bpf)"},
+		{status.Device{Role: "N3", Dev: "gqm0", Tree: true, Root: "6771:", FlowClasses: 2, Mode: "mark (bpf)", Accounting: "frame"},
+			"N3 gqm0 (downlink): tree 6771: with 2 flow classes, accounting frame (classes and RATE count whole frames), classification mark (bpf)"},
 		{status.Device{Role: "N6", Dev: "gqnone0", Mode: "none", Error: "device gqnone0: Link not found"},
 			"N6 gqnone0 (uplink): no gtpqos tree, classification none (device gqnone0: Link not found)"},
 		{status.Device{Role: "N6", Dev: "eth2", Tree: true, Root: "6771:", FlowClasses: 3, Mode: "gtpu",

@@ -29,15 +29,17 @@ func seedArms() []Arm {
 	return []Arm{{Name: "static", Flows: flows, Policy: st}, {Name: "aware", Flows: flows, Policy: shaper.DefaultPolicy(30e6)}}
 }
 
-// fakeRun makes a run whose flows got the given goodputs for 20 seconds.
+// fakeRun makes a run of 1200-byte payloads under packet accounting whose
+// flows got the given goodputs for 20 seconds.
 func fakeRun(arm string, idx int, gbr, mbr []float64, goodput ...float64) RunResult {
-	r := RunResult{Arm: arm, Index: idx, Frame: 1286}
+	r := RunResult{Arm: arm, Index: idx, Frame: 1286, Counted: 1228, Accounting: "packet", Overhead: 58}
 	for i, g := range goodput {
 		series := make([]float64, 20)
 		for s := range series {
 			series[s] = g
 		}
-		f := FlowRun{Name: string(rune('A' + i)), GBR: gbr[i], MBR: mbr[i], Goodput: g, Outer: g * 1286 / 1200, Frame: 1286, Series: series}
+		f := FlowRun{Name: string(rune('A' + i)), GBR: gbr[i], MBR: mbr[i], Goodput: g, IP: g * 1228 / 1200, Outer: g * 1286 / 1200,
+			Frame: 1286, Counted: 1228, Series: series}
 		r.Flows = append(r.Flows, f)
 		r.Aggregate += g
 	}
@@ -50,14 +52,16 @@ func seedResults(staticA, awareB float64) *Results {
 	for i := 1; i <= 2; i++ {
 		res.RunList = append(res.RunList,
 			fakeRun("static", i, gbr, mbr, staticA, 9.331, 9.331),
-			fakeRun("aware", i, gbr, mbr, 16.796+0.001*float64(i), awareB, 5.599))
+			fakeRun("aware", i, gbr, mbr, 17.589+0.001*float64(i), awareB, 4.541))
 	}
 	res.Arms = Summarise(res, seedArms(), 1)
 	return res
 }
 
 func TestSeedAcceptancePassesOnSeedLikeNumbers(t *testing.T) {
-	res := seedResults(9.331, 5.599)
+	// Packet accounting: B at its 6 Mbit/s of IP packets is 6 × 1200/1228
+	// of payload.
+	res := seedResults(9.331, 5.863)
 	checks := SeedAcceptance(res)
 	if len(checks) != 9 {
 		t.Fatalf("%d checks, want 9: %+v", len(checks), checks)
@@ -71,20 +75,20 @@ func TestSeedAcceptancePassesOnSeedLikeNumbers(t *testing.T) {
 	if got := aw.Ceiling; got < 27.993 || got > 27.995 {
 		t.Errorf("payload ceiling %.4f, want 30×1200/1286 = 27.994", got)
 	}
-	if a := aw.Flows[0].Goodput; a.N != 2 || a.Half <= 0 || a.Lo > 16.797 || a.Hi < 16.798 {
+	if a := aw.Flows[0].Goodput; a.N != 2 || a.Half <= 0 || a.Lo > 17.590 || a.Hi < 17.591 {
 		t.Errorf("aware A estimate %+v", a)
 	}
 }
 
 func TestSeedAcceptanceCatchesViolations(t *testing.T) {
-	res := seedResults(12, 6.5) // static unequal; aware B above 1.05 × MBR
+	res := seedResults(12, 5.599) // static unequal; aware B at the frame-accounting rate, 4.5% short of its MBR
 	failed := map[string]bool{}
 	for _, c := range SeedAcceptance(res) {
 		if !c.OK {
 			failed[c.Name] = true
 		}
 	}
-	for _, want := range []string{"static: each flow within ±3% of an equal share", "aware: flow B payload <= 1.05 × MBR"} {
+	for _, want := range []string{"static: each flow within ±3% of an equal share", "aware: flow B within 1% of its MBR"} {
 		if !failed[want] {
 			t.Errorf("check %q did not fail (failed: %v)", want, failed)
 		}
@@ -220,5 +224,65 @@ func TestOptionsValidate(t *testing.T) {
 		if err := o.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// fakeSweep is a sweep of two payloads: packet accounting on the
+// contracts, frame accounting short by 58/(IP + 58).
+func fakeSweep() *SweepResults {
+	r := &SweepResults{RateScale: 0.1, DurationS: 12, WindowS: [2]int{5, 11}, Tolerance: 0.01}
+	for _, p := range []int{64, 1200} {
+		for _, u := range []string{"packet", "frame"} {
+			k := 1.0
+			if u == "frame" {
+				k = float64(p+28) / float64(p+86)
+			}
+			mbr := SweepRun{Scenario: "mbr", Payload: p, Unit: u, Flows: []FlowRun{
+				{Name: "A", Class: "6771:10", IP: 1.5 * k, LossFrac: 1 - k/2, Lost: 100}, {Name: "B", Class: "6771:11", IP: 1.485 * k}}}
+			gbr := SweepRun{Scenario: "gbr", Payload: p, Unit: u, Flows: []FlowRun{{Name: "A", IP: 0.6 * k}, {Name: "C", IP: 2}}}
+			c := sweepCase{payload: p, scale: 0.1, tol: 0.01}
+			for _, sr := range []*SweepRun{&mbr, &gbr} {
+				by := map[string]FlowRun{}
+				for _, f := range sr.Flows {
+					by[f.Name] = f
+				}
+				for _, sc := range Scenarios {
+					if sc.Name == sr.Scenario {
+						sr.Checks = sc.check(c, by)
+					}
+				}
+			}
+			r.Runs = append(r.Runs, mbr, gbr)
+		}
+	}
+	return r
+}
+
+func TestSweepTableFigureAndChecks(t *testing.T) {
+	r := fakeSweep()
+	if f, n := r.Failed("packet"); f != 0 || n != 8 {
+		t.Errorf("packet: %d of %d checks failed, want 0 of 8", f, n)
+	}
+	if f, _ := r.Failed("frame"); f != 6 {
+		// MBR rate, drop share and GBR fail at both sizes; B's class
+		// drops nothing either way.
+		t.Errorf("frame: %d checks failed, want 6", f)
+	}
+	var b strings.Builder
+	if err := WriteSweepTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rate scale 0.1", "64 B     92 B", "15.000 (+0.00%)", "9.200 (-38.67%)", "50.00%", "accounting packet: 8 of 8 checks passed"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	c := parseSVG(t, SweepFigure(r))
+	if c["polyline"] != 5 || c["circle"] != 8 {
+		t.Errorf("figure: %d lines, %d points; want 4 series + the expected frame error, 8 points", c["polyline"], c["circle"])
+	}
+	paths, err := WriteSweepFiles(t.TempDir(), r)
+	if err != nil || len(paths) != 3 {
+		t.Fatalf("files %v: %v", paths, err)
 	}
 }

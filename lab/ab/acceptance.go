@@ -14,31 +14,32 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
+// userRate is a flow's rate in its contract's unit: the user's IP packets
+// where they were measured, else the payload.
+func userRate(f FlowSummary) float64 {
+	if f.IP.Mean > 0 {
+		return f.IP.Mean
+	}
+	return f.Goodput.Mean
+}
+
 // SeedAcceptance evaluates the seed experiment's acceptance criteria on
-// results that have a static and an aware arm with flows A, B and C:
+// results that have a static and an aware arm with flows A, B and C,
+// judging contracts on the user's IP packets (what a QER's GBR and MBR
+// count):
 //
 //   - static: every flow within ±3% of an equal share; A fails its GBR
 //     (below 95%); B exceeds its MBR (above 105%);
-//   - aware: A at least 95% of GBR and at most MBR; B at most 105% of MBR;
-//     C gets the rest (at least 97% of the ceiling minus A and B); the
-//     aggregate at least 99% of the payload ceiling;
-//   - the N3 frame is payload + 86 bytes (1286 for 1200-byte payloads).
+//   - aware: A between 95% of its GBR and 105% of its MBR; B within 1% of its
+//     MBR; C gets the rest (at least 97% of the payload ceiling minus A
+//     and B); the aggregate at least 99% of the payload ceiling;
+//   - the classes count what the accounting says: payload + 28 bytes (the
+//     user's IP packets) under packet accounting, payload + 86 (N3 frames,
+//     1286 for 1200-byte payloads) under frame accounting.
 //
 // It returns nil when the results do not have the seed's shape.
 func SeedAcceptance(res *Results) []Check {
-	var static, aware *ArmSummary
-	for i := range res.Arms {
-		as := &res.Arms[i]
-		if !isSeedLayout(*as) || as.Runs == 0 {
-			continue
-		}
-		switch as.Mode {
-		case "static":
-			static = as
-		case "aware":
-			aware = as
-		}
-	}
+	static, aware := seedSummaries(res)
 	var cs []Check
 	add := func(name string, ok bool, format string, a ...any) {
 		cs = append(cs, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...)})
@@ -54,14 +55,15 @@ func SeedAcceptance(res *Results) []Check {
 		}
 		add("static: each flow within ±3% of an equal share", ok, "%sof %.3f/3", det, static.Aggregate.Mean)
 		a, b := static.Flows[0], static.Flows[1]
-		add("static: flow A fails its GBR", a.Goodput.Mean < 0.95*a.GBR, "A %.3f < 0.95 × %g", a.Goodput.Mean, round3(a.GBR))
-		add("static: flow B exceeds its MBR", b.Goodput.Mean > 1.05*b.MBR, "B %.3f > 1.05 × %g", b.Goodput.Mean, round3(b.MBR))
+		add("static: flow A fails its GBR", userRate(a) < 0.95*a.GBR, "A %.3f < 0.95 × %g (user packets)", userRate(a), round3(a.GBR))
+		add("static: flow B exceeds its MBR", userRate(b) > 1.05*b.MBR, "B %.3f > 1.05 × %g (user packets)", userRate(b), round3(b.MBR))
 	}
 	if aware != nil {
 		a, b, c := aware.Flows[0], aware.Flows[1], aware.Flows[2]
-		add("aware: flow A >= 0.95 × GBR and <= MBR", a.Goodput.Mean >= 0.95*a.GBR && a.Goodput.Mean <= a.MBR,
-			"0.95 × %g <= A %.3f <= %g", round3(a.GBR), a.Goodput.Mean, round3(a.MBR))
-		add("aware: flow B payload <= 1.05 × MBR", b.Goodput.Mean <= 1.05*b.MBR, "B %.3f <= 1.05 × %g", b.Goodput.Mean, round3(b.MBR))
+		add("aware: flow A >= 0.95 × GBR and <= 1.05 × MBR", userRate(a) >= 0.95*a.GBR && userRate(a) <= 1.05*a.MBR,
+			"0.95 × %g <= A %.3f <= 1.05 × %g (user packets)", round3(a.GBR), userRate(a), round3(a.MBR))
+		add("aware: flow B within 1% of its MBR", math.Abs(userRate(b)/b.MBR-1) <= 0.01,
+			"B %.3f = %g ± 1%% (user packets)", userRate(b), round3(b.MBR))
 		rest := aware.Ceiling - a.Goodput.Mean - b.Goodput.Mean
 		add("aware: flow C gets the rest", c.Goodput.Mean >= 0.97*rest, "C %.3f of the %.3f left by A and B", c.Goodput.Mean, rest)
 		add("aware: aggregate >= 99% of the payload ceiling", aware.Utilisation >= 0.99,
@@ -70,11 +72,36 @@ func SeedAcceptance(res *Results) []Check {
 	if res.Payload > 0 {
 		for _, as := range []*ArmSummary{static, aware} {
 			if as != nil {
-				want := float64(res.Payload + GTPUOverhead)
-				add(fmt.Sprintf("%s: N3 frame = %d + %d bytes", as.Arm.Name, res.Payload, GTPUOverhead),
-					math.Abs(as.Frame-want) < 0.5, "measured %.2f bytes/packet, want %.0f", as.Frame, want)
+				cs = append(cs, countedCheck(res.Payload, as))
 			}
 		}
 	}
 	return cs
+}
+
+// seedSummaries returns the last static and aware arms with the seed's flows.
+func seedSummaries(res *Results) (static, aware *ArmSummary) {
+	for i := range res.Arms {
+		as := &res.Arms[i]
+		if !isSeedLayout(*as) || as.Runs == 0 {
+			continue
+		}
+		switch as.Mode {
+		case "static":
+			static = as
+		case "aware":
+			aware = as
+		}
+	}
+	return static, aware
+}
+
+// countedCheck checks the bytes per packet the arm's classes counted.
+func countedCheck(payload int, as *ArmSummary) Check {
+	want, what := float64(payload+GTPUOverhead), "N3 frames"
+	if as.Accounting == "packet" {
+		want, what = float64(payload+InnerUDPOverhead), "the user's IP packets"
+	}
+	return Check{Name: fmt.Sprintf("%s: classes count %s (%.0f bytes)", as.Arm.Name, what, want), OK: math.Abs(as.Counted-want) < 0.5,
+		Detail: fmt.Sprintf("measured %.2f bytes/packet (accounting %s; N3 frame %.2f)", as.Counted, as.Accounting, as.Frame)}
 }

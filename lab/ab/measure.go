@@ -6,10 +6,23 @@ import (
 	"github.com/free5gc/gtpqos/shaper"
 )
 
+// InnerUDPOverhead is what the user's IP packet adds to a UDP payload:
+// IPv4 20 + UDP 8.
+const InnerUDPOverhead = 28
+
 // GTPUOverhead is what N3 adds around an inner IPv4/UDP payload: inner
 // UDP 8 + IPv4 20, GTP-U 16 (with the PDU Session Container), outer UDP 8,
 // IPv4 20 and Ethernet 14.
-const GTPUOverhead = 28 + 16 + 8 + 20 + 14
+const GTPUOverhead = InnerUDPOverhead + 16 + 8 + 20 + 14
+
+// ipOf returns the rate of the user's IP packets that carried goodput
+// Mbit/s of UDP payload (0 when the payload size is not known).
+func ipOf(o *Options, goodput float64) float64 {
+	if o.TCP || o.Payload <= 0 {
+		return 0
+	}
+	return goodput * float64(o.Payload+InnerUDPOverhead) / float64(o.Payload)
+}
 
 // payloadOf returns the payload bytes of a frame: the configured payload,
 // else the frame minus GTPUOverhead (and TCP's larger header for TCP).
@@ -31,7 +44,6 @@ func payloadOf(o *Options, frame float64) float64 {
 // series.
 func measure(run *RunResult, o *Options, arm Arm, rep shaper.Report, scale float64,
 	s1, s2 map[string]shaper.Counters, dt time.Duration, traffic map[string]FlowTraffic) {
-	w0, w1 := int(o.WindowStart/time.Second), int(o.WindowEnd/time.Second)
 	var linkMbps float64
 	var dflt string
 	for _, c := range rep.Classes {
@@ -42,9 +54,13 @@ func measure(run *RunResult, o *Options, arm Arm, rep shaper.Report, scale float
 			dflt = c.Handle
 		}
 	}
+	// Under packet accounting the classes' byte counters leave out the
+	// overhead as well: add it back for the frames.
+	run.Accounting, run.Overhead = rep.Accounting.String(), rep.Overhead
+	over := float64(rep.Overhead)
 	var totBytes, totPkts uint64
 	for _, f := range arm.Flows {
-		fr := FlowRun{Name: flowName(f), GBR: float64(f.GBR) * scale / 1e6, MBR: float64(f.MBR) * scale / 1e6, Lost: -1}
+		fr := FlowRun{Name: flowName(f), GBR: float64(f.GBR) * scale / 1e6, MBR: float64(f.MBR) * scale / 1e6, Lost: -1, LossFrac: -1}
 		if c, ok := rep.FlowClass(f.ID); ok {
 			fr.Class = c.Handle
 			a, b := s1[c.Handle], s2[c.Handle]
@@ -55,47 +71,76 @@ func measure(run *RunResult, o *Options, arm Arm, rep shaper.Report, scale float
 			totBytes += db
 			totPkts += dp
 			if dt > 0 {
-				fr.Outer = float64(db) * 8 / dt.Seconds() / 1e6
+				fr.Outer = (float64(db) + float64(dp)*over) * 8 / dt.Seconds() / 1e6
+				if rep.Accounting == shaper.AccountPacket {
+					fr.IP = float64(db) * 8 / dt.Seconds() / 1e6
+				}
 			}
 			if dp > 0 {
-				fr.Frame = float64(db) / float64(dp)
+				fr.Counted = float64(db) / float64(dp)
+				fr.Frame = fr.Counted + over
 			}
 			if b.Drops >= a.Drops {
 				fr.Drops = uint64(b.Drops - a.Drops)
 			}
 		}
 		if tf, ok := traffic[fr.Name]; ok {
-			fr.Series = tf.Mbps
-			fr.Retransmits = tf.Retransmits
-			var sum float64
-			var lost int64
-			n := 0
-			for s := w0; s < w1 && s < len(tf.Mbps); s++ {
-				sum += tf.Mbps[s]
-				n++
-				if s < len(tf.Lost) && tf.Lost[s] >= 0 && lost >= 0 {
-					lost += tf.Lost[s]
-				} else {
-					lost = -1
-				}
-			}
-			if n > 0 {
-				fr.Goodput = sum / float64(n)
-			}
-			fr.Lost = lost
+			receiverRates(&fr, o, tf)
 		} else if fr.Frame > 0 {
 			fr.Goodput = fr.Outer * payloadOf(o, fr.Frame) / fr.Frame
+			if fr.IP == 0 {
+				fr.IP = ipOf(o, fr.Goodput)
+			}
 		}
-		fr.GBRPass = fr.GBR == 0 || fr.Goodput >= (1-o.Tolerance)*fr.GBR
-		fr.MBRPass = !hasMBR(fr.MBR, linkMbps) || fr.Goodput <= (1+o.Tolerance)*fr.MBR
+		// Contracts count the user's packets.
+		got := fr.Goodput
+		if fr.IP > 0 {
+			got = fr.IP
+		}
+		fr.GBRPass = fr.GBR == 0 || got >= (1-o.Tolerance)*fr.GBR
+		fr.MBRPass = !hasMBR(fr.MBR, linkMbps) || got <= (1+o.Tolerance)*fr.MBR
 		run.Aggregate += fr.Goodput
 		run.Flows = append(run.Flows, fr)
 	}
 	if totPkts > 0 {
-		run.Frame = float64(totBytes) / float64(totPkts)
+		run.Counted = float64(totBytes) / float64(totPkts)
+		run.Frame = run.Counted + over
 	}
 	if s2[dflt].Packets >= s1[dflt].Packets {
 		run.Unclassified = s2[dflt].Packets - s1[dflt].Packets
+	}
+}
+
+// receiverRates fills a flow's goodput, user-packet rate and loss over the
+// window from what its receiver measured.
+func receiverRates(fr *FlowRun, o *Options, tf FlowTraffic) {
+	w0, w1 := int(o.WindowStart/time.Second), int(o.WindowEnd/time.Second)
+	fr.Series = tf.Mbps
+	fr.Retransmits = tf.Retransmits
+	var sum float64
+	var lost int64
+	n := 0
+	for s := w0; s < w1 && s < len(tf.Mbps); s++ {
+		sum += tf.Mbps[s]
+		n++
+		if s < len(tf.Lost) && tf.Lost[s] >= 0 && lost >= 0 {
+			lost += tf.Lost[s]
+		} else {
+			lost = -1
+		}
+	}
+	if n > 0 {
+		fr.Goodput = sum / float64(n)
+	}
+	fr.Lost = lost
+	if ip := ipOf(o, fr.Goodput); ip > 0 || fr.Goodput == 0 && !o.TCP && o.Payload > 0 {
+		fr.IP = ip
+	}
+	if lost >= 0 && o.Payload > 0 && n > 0 {
+		got := sum * 1e6 / 8 / float64(o.Payload) // packets received in the window
+		if got+float64(lost) > 0 {
+			fr.LossFrac = float64(lost) / (got + float64(lost))
+		}
 	}
 }
 

@@ -145,7 +145,7 @@ func runOne(ctx context.Context, t Target, o *Options, arm Arm, index int) (RunR
 	}
 	done := make(chan trafficResult, 1)
 	go func() {
-		m, err := t.Traffic(ctx, arm.Flows, start, o.Duration)
+		m, err := t.Traffic(ctx, arm, start, o.Duration)
 		done <- trafficResult{m, err}
 	}()
 	sample := func(at time.Time) (map[string]shaper.Counters, time.Time, error) {

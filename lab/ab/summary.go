@@ -16,15 +16,17 @@ func Summarise(res *Results, arms []Arm, scale float64) []ArmSummary {
 			out = append(out, as)
 			continue
 		}
-		var aggs, frames []float64
+		var aggs, frames, counted []float64
 		for _, r := range runs {
 			aggs = append(aggs, r.Aggregate)
 			if r.Frame > 0 {
 				frames = append(frames, r.Frame)
+				counted = append(counted, r.Counted)
 			}
 		}
 		as.Aggregate = MeanCI(aggs)
-		as.Frame = MeanCI(frames).Mean
+		as.Frame, as.Counted = MeanCI(frames).Mean, MeanCI(counted).Mean
+		as.Accounting = runs[len(runs)-1].Accounting
 		if as.Frame > 0 {
 			o := Options{Payload: res.Payload, TCP: res.Proto == "tcp"}
 			as.Ceiling = as.LinkRate * payloadOf(&o, as.Frame) / as.Frame
@@ -35,11 +37,12 @@ func Summarise(res *Results, arms []Arm, scale float64) []ArmSummary {
 		for i := range runs[0].Flows {
 			f0 := runs[0].Flows[i]
 			fs := FlowSummary{Name: f0.Name, GBR: f0.GBR, MBR: f0.MBR, HasGBR: f0.GBR > 0, HasMBR: hasMBR(f0.MBR, as.LinkRate)}
-			var gp, outer, rt []float64
+			var gp, ip, outer, rt []float64
 			maxLen := 0
 			for _, r := range runs {
 				f := r.Flows[i]
 				gp = append(gp, f.Goodput)
+				ip = append(ip, f.IP)
 				outer = append(outer, f.Outer)
 				rt = append(rt, float64(f.Retransmits))
 				if f.GBRPass {
@@ -50,7 +53,7 @@ func Summarise(res *Results, arms []Arm, scale float64) []ArmSummary {
 				}
 				maxLen = max(maxLen, len(f.Series))
 			}
-			fs.Goodput, fs.Outer = MeanCI(gp), MeanCI(outer)
+			fs.Goodput, fs.IP, fs.Outer = MeanCI(gp), MeanCI(ip), MeanCI(outer)
 			fs.Retransmits = MeanCI(rt).Mean
 			if n := len(runs[0].Flows); as.Aggregate.Mean > 0 {
 				fs.Share = fs.Goodput.Mean / (as.Aggregate.Mean / float64(n))

@@ -95,13 +95,16 @@ func WriteTable(w io.Writer, res *Results) error {
 	if scaleNote != "" {
 		fmt.Fprintln(w, scaleNote)
 	}
+	if line := accountingLine(res.Arms); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	for _, as := range res.Arms {
 		payload := "payload"
 		if res.Payload > 0 {
 			payload = fmt.Sprintf("%d", res.Payload)
 		}
-		fmt.Fprintf(w, "%s: N3 frame %.1f bytes (class counters) -> payload ceiling %g × %s/%.0f = %.3f Mbit/s; ",
-			as.Arm.Name, as.Frame, round3(as.LinkRate), payload, as.Frame, as.Ceiling)
+		fmt.Fprintf(w, "%s: N3 frame %.1f bytes (class counters%s) -> payload ceiling %g × %s/%.0f = %.3f Mbit/s; ",
+			as.Arm.Name, as.Frame, countedNote(as), round3(as.LinkRate), payload, as.Frame, as.Ceiling)
 		var parts []string
 		for _, f := range as.Flows {
 			if f.HasGBR {
@@ -117,6 +120,42 @@ func WriteTable(w io.Writer, res *Results) error {
 		fmt.Fprintf(w, "compliance (±%g%%): %s\n", 100*res.Tolerance, strings.Join(parts, ", "))
 	}
 	return nil
+}
+
+// accountingLine says which bytes each arm's classes counted, in one line
+// ("" when no arm says).
+func accountingLine(arms []ArmSummary) string {
+	var names []string
+	byUnit := map[string][]string{}
+	for _, as := range arms {
+		if as.Accounting == "" {
+			continue
+		}
+		if _, ok := byUnit[as.Accounting]; !ok {
+			names = append(names, as.Accounting)
+		}
+		byUnit[as.Accounting] = append(byUnit[as.Accounting], as.Arm.Name)
+	}
+	var parts []string
+	for _, u := range names {
+		what := "whole N3 frames"
+		if u == "packet" {
+			what = "the user's IP packets"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s): classes count %s", u, strings.Join(byUnit[u], ", "), what))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "accounting " + strings.Join(parts, "; ") + "; GBR/MBR compliance is judged on the user's IP packets (the seed's rows counted N3 frames)"
+}
+
+// countedNote says what the classes counted when it is not the frame.
+func countedNote(as ArmSummary) string {
+	if as.Accounting != "packet" {
+		return ""
+	}
+	return fmt.Sprintf(": they count %.1f-byte IP packets", as.Counted)
 }
 
 func verdict(pass, runs int) string {

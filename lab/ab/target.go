@@ -20,10 +20,11 @@ type Target interface {
 	Apply(ctx context.Context, arm Arm) (shaper.Report, error)
 	// Counters reads the device's class counters by class handle.
 	Counters(ctx context.Context) (map[string]shaper.Counters, error)
-	// Traffic runs traffic from start for d. It returns one per-second
-	// goodput series (Mbit/s) per flow name, plus per-flow loss per second
-	// and TCP retransmits; a device target returns nil after waiting.
-	Traffic(ctx context.Context, flows []shaper.Flow, start time.Time, d time.Duration) (map[string]FlowTraffic, error)
+	// Traffic runs the arm's traffic from start for d. It returns one
+	// per-second goodput series (Mbit/s) per flow name, plus per-flow loss
+	// per second and TCP retransmits; a device target returns nil after
+	// waiting.
+	Traffic(ctx context.Context, arm Arm, start time.Time, d time.Duration) (map[string]FlowTraffic, error)
 	// Close restores the device (removes what the experiment created).
 	Close(ctx context.Context) error
 }

@@ -54,7 +54,7 @@ func (t *DeviceTarget) Counters(ctx context.Context) (map[string]shaper.Counters
 }
 
 // Traffic waits for the run to end: traffic comes from elsewhere.
-func (t *DeviceTarget) Traffic(ctx context.Context, _ []shaper.Flow, start time.Time, d time.Duration) (map[string]FlowTraffic, error) {
+func (t *DeviceTarget) Traffic(ctx context.Context, _ Arm, start time.Time, d time.Duration) (map[string]FlowTraffic, error) {
 	return nil, sleepUntil(ctx, start.Add(d))
 }
 

@@ -44,7 +44,7 @@ type LabOptions struct {
 func NewLabTarget(l *lab.Lab, o LabOptions) (*LabTarget, error) {
 	t := &LabTarget{lab: l, tcp: o.TCP, payload: o.Payload, generator: o.Generator}
 	bo := o.Backend
-	bo.Handle, bo.Direction = l.UPFNetlink(), shaper.Downlink
+	bo.NetNS, bo.Direction = l.UPFNetNS(), shaper.Downlink
 	if o.NoMarks {
 		t.shared = backends.NewShared(lab.N3Dev)
 		bo.Classifier, bo.Shared = shaper.KindGTPU, t.shared
@@ -123,8 +123,36 @@ func (t *LabTarget) Counters(ctx context.Context) (map[string]shaper.Counters, e
 	return t.be.Counters(ctx)
 }
 
+// Reset removes the tree from the lab's N3 device, and with it every packet
+// its leaves still hold; the next Apply builds it again.
+func (t *LabTarget) Reset(ctx context.Context) error {
+	_, err := t.be.Reset(ctx)
+	return err
+}
+
+// SetPayload sets the UDP payload size of the next runs.
+func (t *LabTarget) SetPayload(n int) { t.payload = n }
+
+// perFlow converts the arm's offered rates (bit/s of the user's IP
+// packets, before the rate scale) to the lab's: bit/s of UDP payload,
+// scaled; nil when the arm sets none.
+func (t *LabTarget) perFlow(arm Arm) map[string]float64 {
+	if arm.Offered == nil {
+		return nil
+	}
+	p := float64(t.payload)
+	if p == 0 {
+		p = lab.DefaultPayload
+	}
+	out := make(map[string]float64, len(arm.Offered))
+	for name, ip := range arm.Offered {
+		out[name] = ip * t.lab.Scale() * p / (p + InnerUDPOverhead)
+	}
+	return out
+}
+
 // Traffic runs the lab's traffic and maps it to flow names.
-func (t *LabTarget) Traffic(ctx context.Context, _ []shaper.Flow, start time.Time, d time.Duration) (map[string]FlowTraffic, error) {
+func (t *LabTarget) Traffic(ctx context.Context, arm Arm, start time.Time, d time.Duration) (map[string]FlowTraffic, error) {
 	before := t.lab.Diagnostics()
 	defer func() {
 		a := t.lab.Diagnostics()
@@ -142,7 +170,8 @@ func (t *LabTarget) Traffic(ctx context.Context, _ []shaper.Flow, start time.Tim
 			t.notes = append(t.notes, fmt.Sprintf("gNB rejected %d packets", d))
 		}
 	}()
-	res, err := t.lab.Run(ctx, lab.TrafficSpec{Duration: d, TCP: t.tcp, Payload: t.payload, Generator: t.generator, Start: start})
+	res, err := t.lab.Run(ctx, lab.TrafficSpec{Duration: d, TCP: t.tcp, Payload: t.payload, Generator: t.generator, Start: start,
+		PerFlow: t.perFlow(arm)})
 	if err != nil {
 		return nil, err
 	}

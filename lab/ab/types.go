@@ -21,6 +21,10 @@ type Arm struct {
 	// Policer sets gtp5g's native MBR policer for the arm: "on", "off", or
 	// "" to leave it alone.
 	Policer string `json:"policer,omitempty"`
+	// Offered, when set (lab, UDP), names the flows that send and each
+	// one's offered rate in bit/s of the user's IP packets, before the
+	// lab's rate scale; nil: every lab flow sends the lab's default.
+	Offered map[string]float64 `json:"offered_ip_bps,omitempty"`
 }
 
 // Options are the experiment's protocol.
@@ -64,14 +68,25 @@ type FlowRun struct {
 	// Goodput is the receiver payload rate over the window in Mbit/s (lab),
 	// or the payload estimate from class counters (device).
 	Goodput float64 `json:"goodput_mbps"`
+	// IP is the rate of the user's IP packets in Mbit/s (what a contract
+	// counts): the goodput with each packet's inner IPv4 and UDP headers
+	// (UDP with a known payload), else the class counters' (packet
+	// accounting) or 0.
+	IP float64 `json:"ip_mbps"`
 	// Outer is the class's rate over the window in Mbit/s of N3 frames.
 	Outer float64 `json:"outer_mbps"`
-	// Frame is the class's bytes/packets over the window (0 if idle).
-	Frame float64 `json:"frame_bytes"`
+	// Frame is the N3 frame over the window in bytes per packet (0 if
+	// idle); Counted what the class counted per packet (Frame less the
+	// overhead under packet accounting).
+	Frame   float64 `json:"frame_bytes"`
+	Counted float64 `json:"counted_bytes"`
 	// Drops are the class's drops over the window.
 	Drops uint64 `json:"drops"`
-	// Lost is the receivers' UDP loss over the window (-1 unknown).
-	Lost int64 `json:"lost"`
+	// Lost is the receivers' UDP loss over the window (-1 unknown);
+	// LossFrac the share of the flow's packets sent in the window that was
+	// lost (-1 unknown).
+	Lost     int64   `json:"lost"`
+	LossFrac float64 `json:"loss_fraction"`
 	// Retransmits is TCP's retransmitted segments over the run.
 	Retransmits uint64 `json:"retransmits"`
 	// Series is the per-second receiver goodput over the whole run.
@@ -95,8 +110,14 @@ type RunResult struct {
 	Flows []FlowRun `json:"flows"`
 	// Aggregate is the sum of the flows' goodput (Mbit/s).
 	Aggregate float64 `json:"aggregate_mbps"`
-	// Frame is the N3 frame size over all flow classes (bytes/packet).
-	Frame float64 `json:"frame_bytes"`
+	// Frame is the N3 frame size over all flow classes (bytes/packet);
+	// Counted what the classes counted per packet.
+	Frame   float64 `json:"frame_bytes"`
+	Counted float64 `json:"counted_bytes"`
+	// Accounting is the bytes the classes counted ("packet", "frame");
+	// Overhead the bytes per frame they left out.
+	Accounting string `json:"accounting"`
+	Overhead   uint32 `json:"overhead"`
 	// Unclassified is the default class's packets over the window.
 	Unclassified uint64 `json:"unclassified_packets"`
 	// Notes are the target's remarks on the run (lab: drops outside HTB).
@@ -109,8 +130,9 @@ type FlowSummary struct {
 	Name string  `json:"name"`
 	GBR  float64 `json:"gbr_mbps"`
 	MBR  float64 `json:"mbr_mbps"`
-	// Goodput and Outer across runs.
+	// Goodput, IP (the user's IP packets) and Outer across runs.
 	Goodput Estimate `json:"goodput"`
+	IP      Estimate `json:"ip"`
 	Outer   Estimate `json:"outer"`
 	// GBRPasses and MBRPasses count passing runs (of Runs).
 	GBRPasses int `json:"gbr_passes"`
@@ -143,7 +165,11 @@ type ArmSummary struct {
 	Aggregate Estimate `json:"aggregate"`
 	// Frame is the mean N3 frame size; Ceiling the payload ceiling
 	// (link × payload / frame) in Mbit/s; Utilisation = aggregate/ceiling.
+	// Counted is what the classes counted per packet, Accounting which
+	// bytes that is.
 	Frame       float64 `json:"frame_bytes"`
+	Counted     float64 `json:"counted_bytes"`
+	Accounting  string  `json:"accounting"`
 	Ceiling     float64 `json:"payload_ceiling_mbps"`
 	Utilisation float64 `json:"utilisation"`
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
@@ -27,10 +28,11 @@ var Names = []string{htb.Name}
 type Options struct {
 	// Backend names the backend ("" is Default).
 	Backend string
-	// Handle is an open route-netlink handle to use (e.g. in another
-	// network namespace); nil opens one in the current namespace, closed
-	// by the Backend's Close.
-	Handle *netlink.Handle
+	// NetNS is the network namespace the device is in (the lab's upf
+	// namespace); 0 or netns.None(): the current one. The backend opens its
+	// netlink handle and its own route-netlink socket there and closes them
+	// in Close.
+	NetNS netns.NsHandle
 	// Force lets Apply replace a root qdisc gtpqos did not create.
 	Force bool
 	// Classifier and Leaf override the policy's kinds ("" keeps them).
@@ -96,24 +98,25 @@ func Open(dev string, o Options) (shaper.Backend, error) {
 	if name != htb.Name {
 		return nil, fmt.Errorf("unknown backend %q (want %s)", name, htb.Name)
 	}
-	h, closeH := o.Handle, func() {}
-	if h == nil {
-		var err error
-		// Route netlink only: xfrm or netfilter netlink may be missing
-		// (minimal VMs, containers), and nothing here needs them.
-		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
-			return nil, fmt.Errorf("open netlink: %w", err)
-		}
-		closeH = h.Close
+	ns := o.NetNS
+	if ns == 0 {
+		ns = netns.None()
+	}
+	// Route netlink only: xfrm or netfilter netlink may be missing
+	// (minimal VMs, containers), and nothing here needs them.
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	if dev == "" {
-		closeH()
+		h.Close()
 		return nil, fmt.Errorf("no device given")
 	}
 	if _, err := h.LinkByName(dev); err != nil {
-		closeH()
+		h.Close()
 		return nil, fmt.Errorf("device %s: %w", dev, err)
 	}
+	closeH := h.Close
 	if o.Writer != "" {
 		dir := o.LockDir
 		if dir == "" {
@@ -121,13 +124,13 @@ func Open(dev string, o Options) (shaper.Backend, error) {
 		}
 		lk, err := devlock.Acquire(dir, dev, devlock.Holder{Command: o.Writer, Role: o.WriterRole})
 		if err != nil {
-			closeH()
+			h.Close()
 			return nil, err
 		}
-		closeHandle := closeH
-		closeH = func() { closeHandle(); _ = lk.Release() }
+		closeH = func() { h.Close(); _ = lk.Release() }
 	}
-	ho := htb.Options{Force: o.Force, Classifier: o.Classifier, Leaf: o.Leaf, Incremental: o.Incremental, N3: o.N3, OnPool: o.OnPool}
+	ho := htb.Options{Force: o.Force, Classifier: o.Classifier, Leaf: o.Leaf, Incremental: o.Incremental, N3: o.N3,
+		Direction: o.Direction, NetNS: ns, OnPool: o.OnPool}
 	if o.Classifier == shaper.KindGTPU {
 		g := gtpu.New(gtpu.Options{N3: o.N3})
 		if o.Shared != nil {
@@ -138,7 +141,12 @@ func Open(dev string, o Options) (shaper.Backend, error) {
 			ho.Custom = g.Uplink()
 		}
 	}
-	return htb.Open(h, closeH, dev, ho), nil
+	b, err := htb.Open(h, closeH, dev, ho)
+	if err != nil {
+		closeH()
+		return nil, err
+	}
+	return b, nil
 }
 
 // Planned is a backend's plan for a set of flows, made without a device.
@@ -147,6 +155,9 @@ type Planned struct {
 	Problems []shaper.Problem
 	// Classifier is the classifier kind the plan is for.
 	Classifier shaper.ClassifierKind
+	// Accounting says which bytes the classes count, one line (with the
+	// overhead a device-less plan assumes).
+	Accounting string
 	render     func(dev string) string
 }
 
@@ -159,13 +170,24 @@ func (p Planned) Render(dev string) string {
 	return p.render(dev)
 }
 
-// Plan plans flows under pol with the policy's backend, touching nothing.
-func Plan(flows []shaper.Flow, pol shaper.Policy) (Planned, error) {
+// Plan plans flows under pol with the policy's backend, touching nothing,
+// for a device that shapes dir's flows (0: downlink). An auto overhead is
+// that of an untagged Ethernet device with an IPv4 N3 tunnel; apply derives
+// it from the device.
+func Plan(flows []shaper.Flow, pol shaper.Policy, dir shaper.Direction) (Planned, error) {
 	if pol.Backend != "" && pol.Backend != htb.Name {
 		return Planned{}, fmt.Errorf("unknown backend %q (want %s)", pol.Backend, htb.Name)
 	}
+	if dir == 0 {
+		dir = shaper.Downlink
+	}
+	over, why := pol.ResolveOverhead(dir, shaper.DefaultEncap)
+	if pol.Accounting == shaper.AccountPacket && !pol.Overhead.Fixed {
+		why += ", assumed without a device; apply reads it from the device"
+	}
+	pol.Overhead = shaper.Overhead{Fixed: true, Bytes: over}
 	t, probs := htb.Plan(flows, pol, nil)
-	p := Planned{Problems: probs, Classifier: pol.Classifier}
+	p := Planned{Problems: probs, Classifier: pol.Classifier, Accounting: htb.AccountingNote(pol.Accounting, over, why)}
 	if t != nil {
 		p.Classifier, p.render = t.Classifier, t.TCCommands
 		c := htb.ClassifierFor(t.Classifier)

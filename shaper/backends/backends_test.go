@@ -22,18 +22,27 @@ func TestOpenRefusesUnknownBackendAndDevice(t *testing.T) {
 func TestPlanRendersWithoutDevice(t *testing.T) {
 	pol := shaper.DefaultPolicy(30_000_000)
 	flows := []shaper.Flow{{ID: shaper.FlowID{SEID: 1, QERID: 1}, QFI: 2, Direction: shaper.Downlink, GBR: 15e6, MBR: 18e6, Mark: 2}}
-	p, err := Plan(flows, pol)
+	p, err := Plan(flows, pol, shaper.Downlink)
 	if err != nil || len(p.Problems) != 0 {
 		t.Fatalf("plan: %v, %v", err, p.Problems)
 	}
 	out := p.Render("eth1")
-	for _, want := range []string{"tc qdisc replace dev eth1 root handle 6771: htb default 2", "rate 15mbit ceil 18mbit"} {
+	for _, want := range []string{"tc qdisc replace dev eth1 root handle 6771: stab overhead -58 linklayer ethernet htb default 2",
+		"rate 30mbit ceil 30mbit overhead 58 ", "rate 15mbit ceil 18mbit burst"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("render lacks %q:\n%s", want, out)
 		}
 	}
+	if !strings.Contains(p.Accounting, "accounting packet") || !strings.Contains(p.Accounting, "= 58") {
+		t.Errorf("accounting line %q, want packet with the N3 overhead 58 spelt out", p.Accounting)
+	}
+	// An uplink (N6) tree takes off the Ethernet header only.
+	up, _ := Plan(flows, pol, shaper.Uplink)
+	if out := up.Render("eth1"); !strings.Contains(out, "stab overhead -14 ") || !strings.Contains(out, "overhead 14 ") {
+		t.Errorf("uplink plan: want overhead 14:\n%s", out)
+	}
 	pol.Backend = "edt"
-	if _, err := Plan(flows, pol); err == nil {
+	if _, err := Plan(flows, pol, shaper.Downlink); err == nil {
 		t.Error("plan with an unknown backend: want an error")
 	}
 }

@@ -33,7 +33,7 @@ func BenchmarkPlanFile(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := Plan(ff.Flows, ff.Policy)
+		p, err := Plan(ff.Flows, ff.Policy, shaper.Downlink)
 		if err != nil || len(p.Problems) != 0 {
 			b.Fatalf("plan: %v, %v", err, p.Problems)
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -38,6 +39,13 @@ type Options struct {
 	// the pool of spare classes (incremental mode): ready of want spares
 	// exist, after every few classes and when it stops.
 	OnPool func(dev string, ready, want int)
+	// Direction is the direction of the flows this device shapes: downlink
+	// (N3: packets leave as GTP-U frames) or uplink (N6); it decides the
+	// overhead packet accounting takes off (0: downlink).
+	Direction shaper.Direction
+	// NetNS is the network namespace h works in; the backend opens its own
+	// route-netlink socket there (netns.None(): the current one).
+	NetNS netns.NsHandle
 }
 
 // Backend is the HTB backend (shaper.Backend) for one device. It keeps the
@@ -46,6 +54,7 @@ type Options struct {
 type Backend struct {
 	mu    sync.Mutex
 	h     *netlink.Handle
+	raw   *rtnl
 	close func()
 	dev   string
 	opts  Options
@@ -60,11 +69,16 @@ type Backend struct {
 	grow    *grower
 }
 
-// Open returns the HTB backend for dev through h (kept open for the
-// Backend's life; closeH, if not nil, is called by Close).
-func Open(h *netlink.Handle, closeH func(), dev string, o Options) *Backend {
-	var ro []Option
-	ro = append(ro, WithForce(o.Force), WithIncremental(o.Incremental))
+// Open returns the HTB backend for dev through h, which works in network
+// namespace o.NetNS (h is kept open for the Backend's life; closeH, if not
+// nil, is called by Close). It opens the backend's own route-netlink socket
+// there.
+func Open(h *netlink.Handle, closeH func(), dev string, o Options) (*Backend, error) {
+	raw, err := dialRtnl(o.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("dev %s: %w", dev, err)
+	}
+	ro := []Option{WithForce(o.Force), WithIncremental(o.Incremental), withRaw(raw)}
 	if o.Custom != nil {
 		ro = append(ro, WithClassifier(o.Custom))
 	} else if o.Classifier != "" && o.Classifier != shaper.KindAuto {
@@ -73,11 +87,11 @@ func Open(h *netlink.Handle, closeH func(), dev string, o Options) *Backend {
 	if o.Leaf != "" {
 		ro = append(ro, WithLeaf(o.Leaf))
 	}
-	b := &Backend{h: h, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}
+	b := &Backend{h: h, raw: raw, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}
 	if o.Incremental {
 		b.startGrower()
 	}
-	return b
+	return b, nil
 }
 
 // Name returns "htb".
@@ -161,10 +175,17 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		}
 		prev = actual // nil when the device has no tree yet
 	}
-	planPol := b.policy(pol)
+	planPol, note, err := b.resolve(pol)
+	if err != nil {
+		return rep, err
+	}
 	tree, problems := Plan(flows, planPol, prev)
 	keys := b.rec.keyCheck(tree)
 	rep.Problems = append(problems, b.warnings(tree, keys)...)
+	if tree != nil {
+		rep.Accounting, rep.Overhead = tree.Accounting, tree.Overhead
+		rep.Notes = append(rep.Notes, note)
+	}
 	if p, bad := shaper.FirstError(problems); bad && (tree == nil || opt.Strict) {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, p)
 	}
@@ -187,6 +208,40 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		b.requestSpares()
 	}
 	return rep, nil
+}
+
+// resolve applies the backend's overrides to pol and fixes its overhead
+// from the device (link type, addresses) and the backend's direction; note
+// says which bytes the classes count and why.
+func (b *Backend) resolve(pol shaper.Policy) (shaper.Policy, string, error) {
+	pol = b.policy(pol)
+	dir := b.opts.Direction
+	if dir == 0 {
+		dir = shaper.Downlink
+	}
+	enc := shaper.DefaultEncap
+	if pol.Accounting == shaper.AccountPacket && !pol.Overhead.Fixed {
+		link, err := b.h.LinkByName(b.dev)
+		if err != nil {
+			return pol, "", fmt.Errorf("device %s: %w", b.dev, err)
+		}
+		if enc, err = readEncap(b.h, link, dir); err != nil {
+			return pol, "", err
+		}
+	}
+	over, why := pol.ResolveOverhead(dir, enc)
+	pol.Overhead = shaper.Overhead{Fixed: true, Bytes: over}
+	return pol, AccountingNote(pol.Accounting, over, why), nil
+}
+
+// AccountingNote is the one line that says which bytes a tree's classes
+// count: "accounting packet: classes count the user's packets (overhead 58:
+// N3: Ethernet 14 + ...; the link class adds it back and counts frames)".
+func AccountingNote(a shaper.Accounting, over uint32, why string) string {
+	if a != shaper.AccountPacket {
+		return "accounting frame: every class counts whole frames at the qdisc (no size table)"
+	}
+	return fmt.Sprintf("accounting packet: classes count the user's packets, %d bytes less than the frame (%s); the link class adds them back and counts frames", over, why)
 }
 
 // policy applies the backend's overrides to pol.
@@ -230,6 +285,10 @@ func (b *Backend) Resync() {
 // classifier.
 func (b *Backend) Close() error {
 	b.stopGrower()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rec.Close()
+	b.raw.close()
 	if b.close != nil {
 		b.close()
 		b.close = nil

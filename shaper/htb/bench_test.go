@@ -57,7 +57,7 @@ func BenchmarkPlan10k(b *testing.B) {
 
 func benchFromEmpty(b *testing.B, n int) {
 	l := newLab(b)
-	rec := NewReconciler(l.h, l.dev)
+	rec := l.rec()
 	fl := scaleFlows(1, n)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -85,7 +85,7 @@ func BenchmarkApplyFromEmpty10k(b *testing.B) { benchFromEmpty(b, 10_000) }
 // back (the way back is untimed).
 func benchStep(b *testing.B, base, next []shaper.Flow, opts ...Option) {
 	l := newLab(b)
-	rec := NewReconciler(l.h, l.dev, opts...)
+	rec := l.rec(opts...)
 	prev, _ := applyScale(b, rec, base, nil)
 	var writes, changes int
 	b.ResetTimer()
@@ -152,7 +152,7 @@ func BenchmarkChurn1PctAt10kIncremental(b *testing.B) {
 // writes).
 func BenchmarkReconcileInSync10kIncremental(b *testing.B) {
 	l := newLab(b)
-	rec := NewReconciler(l.h, l.dev, WithIncremental(true))
+	rec := l.rec(WithIncremental(true))
 	tree, _ := applyScale(b, rec, scaleFlows(1, 10_000), nil)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -6,11 +6,15 @@ import "github.com/free5gc/gtpqos/shaper"
 func (p *planner) build() *Tree {
 	pol := p.pol
 	link := pol.LinkRate
-	t := &Tree{Major: OwnedMajor, DefaultMinor: DefaultMinor, LinkRate: link, Leaf: pol.Leaf, Classifier: pol.Classifier}
+	t := &Tree{Major: OwnedMajor, DefaultMinor: DefaultMinor, LinkRate: link, Leaf: pol.Leaf, Classifier: pol.Classifier,
+		Accounting: pol.Accounting}
+	t.Overhead, _ = pol.ResolveOverhead(shaper.Downlink, shaper.DefaultEncap)
 	t.Classes = make([]Class, 0, len(p.adm.Flows)+len(p.adm.Sessions)+2)
 	base := Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}
 	lc := base
 	lc.Minor, lc.Parent, lc.Role, lc.Rate, lc.Ceil = LinkMinor, 0, shaper.RoleLink, link, link
+	// The link class stands for the wire: it counts whole frames.
+	lc.Overhead = t.Overhead
 	dc := base
 	dc.Minor, dc.Parent, dc.Role, dc.Rate, dc.Ceil, dc.Prio = DefaultMinor, LinkMinor, shaper.RoleDefault, min(pol.DefaultRate, link), link, 7
 	t.Classes = append(t.Classes, lc, dc)

@@ -146,7 +146,7 @@ func newDPLab(b *testing.B, n, cpu int) *dpLab {
 // and leaf it auto-detects) and checks that the kernel holds the tree.
 func (l *dpLab) build(b *testing.B, n int) {
 	ctx := context.Background()
-	be := Open(l.h, nil, l.dev, Options{})
+	be := l.open(Options{})
 	start := time.Now()
 	rep, err := be.Apply(ctx, dpFlows(n), shaper.DefaultPolicy(dpLink), shaper.ApplyOptions{Strict: true})
 	if err != nil {

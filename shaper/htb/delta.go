@@ -70,11 +70,11 @@ func (w *deltaWriter) write(ctx context.Context, d *delta) error {
 		}
 	}
 	for _, c := range d.change {
-		hc := w.r.htbClass(w.st.link, w.t, c)
-		if err := w.r.do(func() error { return w.r.h.ClassChange(hc) }); err != nil {
+		hc, over, err := w.r.writeClass(w.st.link, w.t, c, false)
+		if err != nil {
 			return fmt.Errorf("dev %s: change %s class %s: %w", w.r.dev, c.Role, w.t.Handle(c.Minor), err)
 		}
-		w.st.written(hc)
+		w.st.written(hc, over)
 		w.res.Changed = append(w.res.Changed, c.Minor)
 	}
 	return w.patch(ctx, nil, d.bind)
@@ -85,11 +85,11 @@ func (w *deltaWriter) create(ctx context.Context, c Class) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	hc := w.r.htbClass(w.st.link, w.t, c)
-	if err := w.r.do(func() error { return w.r.h.ClassReplace(hc) }); err != nil {
+	hc, over, err := w.r.writeClass(w.st.link, w.t, c, true)
+	if err != nil {
 		return fmt.Errorf("dev %s: create %s class %s: %w", w.r.dev, c.Role, w.t.Handle(c.Minor), err)
 	}
-	w.st.written(hc)
+	w.st.written(hc, over)
 	delete(w.st.byParent, w.t.ClassID(c.Parent))
 	w.res.Created = append(w.res.Created, c.Minor)
 	if !c.IsLeaf() {

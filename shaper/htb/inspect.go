@@ -24,11 +24,15 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 		}
 		return nil, nil
 	}
-	hs, err := r.listClasses(link)
+	hs, over, err := r.listClasses(link)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: shaper.LeafSpec{Kind: shaper.LeafFIFO}}
+	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: shaper.LeafSpec{Kind: shaper.LeafFIFO},
+		Accounting: shaper.AccountFrame}
+	if st.stab != nil {
+		t.Accounting, t.Overhead = shaper.AccountPacket, uint32(max(-st.stab.Overhead, 0))
+	}
 	hasChild := map[uint16]bool{}
 	for _, h := range hs {
 		if pmaj, pmin := netlink.MajorMinor(h.Parent); pmaj == OwnedMajor && pmin != 0 {
@@ -37,7 +41,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	}
 	for m, h := range hs {
 		c := Class{Minor: m, Rate: h.Rate * 8, Ceil: h.Ceil * 8, Quantum: h.Quantum, Prio: h.Prio,
-			Burst: netlink.Xmitsize(h.Rate, h.Buffer), CBurst: netlink.Xmitsize(h.Ceil, h.Cbuffer)}
+			Burst: netlink.Xmitsize(h.Rate, h.Buffer), CBurst: netlink.Xmitsize(h.Ceil, h.Cbuffer), Overhead: uint32(over[m].rate)}
 		if pmaj, pmin := netlink.MajorMinor(h.Parent); pmaj == OwnedMajor {
 			c.Parent = pmin
 		}

@@ -77,13 +77,13 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 			t.Run(tc.name+"/"+start, func(t *testing.T) {
 				l.ns.Try("tc", "qdisc", "del", "dev", l.dev, "root")
 				if start == "gtpqos tree" {
-					auto := Open(l.h, nil, l.dev, Options{Leaf: shaper.LeafFIFO, Classifier: shaper.KindBPF})
+					auto := l.open(Options{Leaf: shaper.LeafFIFO, Classifier: shaper.KindBPF})
 					if _, err := auto.Apply(ctx, seedFlows()[:2], pol, shaper.ApplyOptions{Strict: true}); err != nil {
 						t.Fatal(err)
 					}
 				}
 				before := l.dump(t)
-				be := Open(l.h, nil, l.dev, tc.opts)
+				be := l.open(tc.opts)
 				perr := be.Precheck(ctx, pol)
 				rep, err := be.Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true})
 				if !tc.has {

@@ -20,7 +20,7 @@ func TestIntegrationPool(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var progress [][2]int
-	be := Open(l.h, nil, l.dev, Options{Incremental: true, OnPool: func(_ string, ready, want int) {
+	be := l.open(Options{Incremental: true, OnPool: func(_ string, ready, want int) {
 		mu.Lock()
 		progress = append(progress, [2]int{ready, want})
 		mu.Unlock()
@@ -33,7 +33,7 @@ func TestIntegrationPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	spares := func() int {
-		in, err := Open(l.h, nil, l.dev, Options{}).Inspect(ctx)
+		in, err := l.open(Options{}).Inspect(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestIntegrationPool(t *testing.T) {
 		added[16][0], added[17][0], added[18][0], added[19][0])
 	be.Close()
 
-	fresh := Open(l.h, nil, l.dev, Options{})
+	fresh := l.open(Options{})
 	rep, err = fresh.Apply(ctx, flows, pol, shaper.ApplyOptions{Strict: true})
 	if err != nil || !rep.InSync() {
 		t.Fatalf("a restarted backend: %v, %s; want the tree and its spares adopted, in sync", err, rep.Summary)

@@ -25,7 +25,7 @@ func updateFlow(seid uint64, qer uint32, gbr, ambr uint64) shaper.Flow {
 func TestIntegrationBackendUpdate(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	be := Open(l.h, nil, l.dev, Options{Incremental: true})
+	be := l.open(Options{Incremental: true})
 	pol := shaper.DefaultPolicy(100 * mbit)
 	pol.Pool = 0 // no background writes while a second backend reads the device
 	input := map[uint64][]shaper.Flow{}
@@ -78,7 +78,7 @@ func TestIntegrationBackendUpdate(t *testing.T) {
 		}
 		// A fresh backend plans the same flows against the device and
 		// finds nothing to write.
-		fresh := Open(l.h, nil, l.dev, Options{})
+		fresh := l.open(Options{})
 		if rep, err := fresh.Apply(ctx, all(), pol, shaper.ApplyOptions{Strict: true}); err != nil || !rep.InSync() {
 			t.Fatalf("%s: a full apply of the same flows: %v, %s; want in sync", st.name, err, rep.Summary)
 		}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/free5gc/gtpqos/shaper"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // do runs one kernel write and counts it when it succeeds.
@@ -36,6 +38,8 @@ type rootState struct {
 	root     netlink.Qdisc
 	owned    bool
 	byParent map[uint32]netlink.Qdisc
+	// stab is the owned root's size table (nil: none).
+	stab *sizeSpec
 }
 
 func (r *Reconciler) readRoot(link netlink.Link) (rootState, error) {
@@ -57,8 +61,32 @@ func (r *Reconciler) readRoot(link netlink.Link) (rootState, error) {
 	}
 	if h, ok := st.root.(*netlink.Htb); ok && h.Handle == rootHandle() {
 		st.owned = true
+		if st.stab, err = r.readStab(link); err != nil {
+			return st, err
+		}
 	}
 	return st, nil
+}
+
+// readStab reads the root qdisc's size table, which vishvananda/netlink
+// does not decode.
+func (r *Reconciler) readStab(link netlink.Link) (*sizeSpec, error) {
+	c, err := r.tc(link)
+	if err != nil {
+		return nil, err
+	}
+	var ri rootInfo
+	err = c.query(rootGetReq(link.Attrs().Index), unix.RTM_NEWQDISC, func(b []byte) (err error) {
+		ri, err = parseRoot(b)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dev %s: read root qdisc: %w", r.dev, err)
+	}
+	if ri.handle != rootHandle() || ri.kind != "htb" {
+		return nil, fmt.Errorf("dev %s: root qdisc changed while reading it (now %s %x:)", r.dev, ri.kind, ri.handle>>16)
+	}
+	return ri.stab, nil
 }
 
 // foreignErr describes a root qdisc gtpqos does not own.
@@ -76,6 +104,7 @@ type kernelClass struct {
 	parent          uint32
 	level           uint32
 	inner           bool
+	over            rateOverhead // bytes added to every packet
 }
 
 // parentID is the full id of c's parent (the root qdisc's for top-level
@@ -88,7 +117,8 @@ func parentID(t *Tree, c *Class) uint32 {
 }
 
 func toKernel(t *Tree, c Class) kernelClass {
-	k := kernelClass{rate: c.Rate / 8, ceil: c.Ceil / 8, quantum: c.Quantum, prio: c.Prio, inner: !c.IsLeaf()}
+	k := kernelClass{rate: c.Rate / 8, ceil: c.Ceil / 8, quantum: c.Quantum, prio: c.Prio, inner: !c.IsLeaf(),
+		over: rateOverhead{uint16(c.Overhead), uint16(c.Overhead)}}
 	k.buffer = netlink.Xmittime(k.rate, c.Burst)
 	k.cbuffer = netlink.Xmittime(k.ceil, c.CBurst)
 	k.parent = t.ClassID(c.Parent)
@@ -98,9 +128,9 @@ func toKernel(t *Tree, c Class) kernelClass {
 	return k
 }
 
-func fromNetlink(h *netlink.HtbClass) kernelClass {
+func fromNetlink(h *netlink.HtbClass, over rateOverhead) kernelClass {
 	return kernelClass{rate: h.Rate, ceil: h.Ceil, buffer: h.Buffer, cbuffer: h.Cbuffer, quantum: h.Quantum,
-		prio: h.Prio, parent: h.Parent, level: h.Level}
+		prio: h.Prio, parent: h.Parent, level: h.Level, over: over}
 }
 
 // sameParent compares parents; HTB reports a top-level class's parent as
@@ -115,7 +145,7 @@ func sameParent(d, a uint32) bool {
 // same compares desired and actual. HTB sets quantum and prio only on leaf
 // classes, so they are ignored for inner classes.
 func same(d, a kernelClass) bool {
-	if d.rate != a.rate || d.ceil != a.ceil || d.buffer != a.buffer || d.cbuffer != a.cbuffer {
+	if d.rate != a.rate || d.ceil != a.ceil || d.buffer != a.buffer || d.cbuffer != a.cbuffer || d.over != a.over {
 		return false
 	}
 	if !d.inner && a.level == 0 && (d.quantum != a.quantum || d.prio != a.prio) {
@@ -133,26 +163,54 @@ func (r *Reconciler) htbClass(link netlink.Link, t *Tree, c Class) *netlink.HtbC
 	return hc
 }
 
-// listClasses returns the owned root's HTB classes by minor.
-func (r *Reconciler) listClasses(link netlink.Link) (map[uint16]*netlink.HtbClass, error) {
-	r.reads++
-	cls, err := r.h.ClassList(link, rootHandle())
-	if err != nil {
-		return nil, fmt.Errorf("dev %s: list classes: %w", r.dev, err)
+// writeClass creates (create) or changes class c of t with its rate-spec
+// overhead and returns what it wrote.
+func (r *Reconciler) writeClass(link netlink.Link, t *Tree, c Class, create bool) (*netlink.HtbClass, rateOverhead, error) {
+	hc, over := r.htbClass(link, t, c), toKernel(t, c).over
+	flags := 0
+	if create {
+		flags = unix.NLM_F_CREATE
 	}
-	out := make(map[uint16]*netlink.HtbClass, len(cls))
-	for _, c := range cls {
-		hc, ok := c.(*netlink.HtbClass)
-		if !ok {
-			continue
+	req, err := classReq(flags, hc, over)
+	if err == nil {
+		var tc *rtnl
+		if tc, err = r.tc(link); err == nil {
+			err = r.do(func() error { return tc.do(req) })
+		}
+	}
+	return hc, over, err
+}
+
+// listClasses returns the owned root's HTB classes by minor, with their
+// rate-spec overheads (which vishvananda/netlink does not decode).
+func (r *Reconciler) listClasses(link netlink.Link) (map[uint16]*netlink.HtbClass, map[uint16]rateOverhead, error) {
+	r.reads++
+	c, err := r.tc(link)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[uint16]*netlink.HtbClass{}
+	over := map[uint16]rateOverhead{}
+	idx := link.Attrs().Index
+	err = c.query(classDumpReq(idx, rootHandle()), unix.RTM_NEWTCLASS, func(b []byte) error {
+		hc, o, ok, err := parseClass(b)
+		if err != nil || !ok {
+			return err
 		}
 		maj, min := netlink.MajorMinor(hc.Handle)
-		if maj != OwnedMajor || hc.LinkIndex != link.Attrs().Index {
-			continue
+		if maj != OwnedMajor || hc.LinkIndex != idx {
+			return nil
 		}
 		out[min] = hc
+		if o != (rateOverhead{}) {
+			over[min] = o
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("dev %s: list classes: %w", r.dev, err)
 	}
-	return out, nil
+	return out, over, nil
 }
 
 // depth returns a class's depth below the root in the given parent map.

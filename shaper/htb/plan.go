@@ -15,6 +15,12 @@ import "github.com/free5gc/gtpqos/shaper"
 //
 // Flows with an Error problem are left out; Warning problems keep the flow.
 //
+// Under packet accounting (the default) the tree counts the user's packets:
+// Tree.Overhead is the policy's fixed overhead, or, when it is auto, that
+// of an untagged Ethernet N3 device with an IPv4 tunnel (58 bytes). A
+// backend resolves auto from its device before it plans
+// (Policy.ResolveOverhead).
+//
 // prev, if not nil, is the tree of the last plan or the kernel's actual
 // tree (Reconciler.Actual). Plan keeps every flow's class id (minor) from
 // it: matched by flow id where prev knows it, else by mark or (TEID, QFI)

@@ -296,8 +296,8 @@ func TestTCCommandsSeed(t *testing.T) {
 	tree, _ := Plan(seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
 	out := tree.TCCommands("eth1")
 	for _, want := range []string{
-		"tc qdisc replace dev eth1 root handle 6771: htb default 2",
-		"classid 6771:1 htb rate 30mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
+		"tc qdisc replace dev eth1 root handle 6771: stab overhead -58 linklayer ethernet htb default 2",
+		"classid 6771:1 htb rate 30mbit ceil 30mbit overhead 58 burst 32k cburst 32k quantum 12500",
 		"classid 6771:2 htb rate 1mbit ceil 30mbit burst 32k cburst 32k quantum 12500",
 		"parent 6771:1 classid 6771:10 htb rate 15mbit ceil 18mbit burst 32k cburst 32k quantum 12500",
 		"parent 6771:1 classid 6771:11 htb rate 5mbit ceil 6mbit burst 32k cburst 32k quantum 12500",
@@ -307,6 +307,26 @@ func TestTCCommandsSeed(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tc commands lack %q:\n%s", want, out)
+		}
+	}
+	// Frame accounting is the tree without a size table or overheads; a
+	// fixed overhead is used as given.
+	for _, c := range []struct {
+		acc       shaper.Accounting
+		over      shaper.Overhead
+		root, lnk string
+	}{
+		{shaper.AccountFrame, shaper.Overhead{}, "root handle 6771: htb default 2", "classid 6771:1 htb rate 30mbit ceil 30mbit burst"},
+		{shaper.AccountPacket, shaper.Overhead{Fixed: true, Bytes: 14}, "root handle 6771: stab overhead -14 linklayer ethernet htb default 2",
+			"classid 6771:1 htb rate 30mbit ceil 30mbit overhead 14 burst"},
+		{shaper.AccountPacket, shaper.Overhead{Fixed: true}, "root handle 6771: stab overhead 0 linklayer ethernet htb", "classid 6771:1 htb rate 30mbit ceil 30mbit burst"},
+	} {
+		pol := shaper.DefaultPolicy(30 * mbit)
+		pol.Accounting, pol.Overhead = c.acc, c.over
+		tree, _ := Plan(seedFlows(), pol, nil)
+		out := tree.TCCommands("eth1")
+		if !strings.Contains(out, c.root) || !strings.Contains(out, c.lnk) || strings.Count(out, "overhead") > 2 {
+			t.Errorf("accounting %s overhead %s: want %q and %q, overhead on the root and link class only:\n%s", c.acc, c.over, c.root, c.lnk, out)
 		}
 	}
 }

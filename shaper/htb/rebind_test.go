@@ -12,12 +12,13 @@ import (
 // kernelView is t as Reconciler.Actual reads it back: no flow ids, names
 // or contracts, only rates and the classifier's keys.
 func kernelView(t *Tree) *Tree {
-	k := cloneTree(t)
+	k := *t
+	k.Classes = append([]Class(nil), t.Classes...)
 	for i := range k.Classes {
 		c := &k.Classes[i]
 		c.Flow, c.Name, c.GBR, c.MBR, c.SEID, c.Direction = shaper.FlowID{}, "", 0, 0, 0, 0
 	}
-	return k
+	return &k
 }
 
 // A tree read from the kernel with two marks swapped (A's mark bound to
@@ -104,7 +105,7 @@ func TestIntegrationSwappedBindingRepairedNotRates(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
 	pol := shaper.DefaultPolicy(30 * mbit)
-	be := Open(l.h, nil, l.dev, Options{})
+	be := l.open(Options{})
 	if _, err := be.Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestIntegrationSwappedBindingRepairedNotRates(t *testing.T) {
 	l.send(t, 2, 4, 200) // A's packets now count in B's class
 	st := l.waitPackets(t, rec, 0x11, 4)
 
-	rep, err := Open(l.h, nil, l.dev, Options{}).Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true})
+	rep, err := l.open(Options{}).Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}

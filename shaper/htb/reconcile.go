@@ -115,9 +115,6 @@ func (u *run) steps() error {
 	if err := u.createAndChange(); err != nil {
 		return err
 	}
-	if err := u.fixDefault(); err != nil {
-		return err
-	}
 	if err := u.r.syncLeaves(u.ctx, u.link, u.desired, rootState{root: u.st.root, owned: true, byParent: u.st.byParent}, u.res); err != nil {
 		return err
 	}
@@ -243,40 +240,24 @@ func (u *run) createAndChange() error {
 		a, ok := u.st.classes[c.Minor]
 		switch {
 		case !ok:
-			hc := u.r.htbClass(u.link, d, c)
-			if err := u.r.do(func() error { return u.r.h.ClassReplace(hc) }); err != nil {
+			hc, over, err := u.r.writeClass(u.link, d, c, true)
+			if err != nil {
 				return fmt.Errorf("dev %s: create %s class %s: %w", u.r.dev, c.Role, d.Handle(c.Minor), err)
 			}
-			u.st.written(hc)
+			u.st.written(hc, over)
 			// The kernel destroys a leaf class's qdisc when it gains its
 			// first child, and does not bring it back: forget it.
 			delete(u.st.byParent, d.ClassID(c.Parent))
 			u.res.Created = append(u.res.Created, c.Minor)
-		case !same(toKernel(d, c), fromNetlink(a)):
-			hc := u.r.htbClass(u.link, d, c)
-			if err := u.r.do(func() error { return u.r.h.ClassChange(hc) }); err != nil {
+		case !same(toKernel(d, c), fromNetlink(a, u.st.over[c.Minor])):
+			hc, over, err := u.r.writeClass(u.link, d, c, false)
+			if err != nil {
 				return fmt.Errorf("dev %s: change %s class %s: %w", u.r.dev, c.Role, d.Handle(c.Minor), err)
 			}
-			u.st.written(hc)
+			u.st.written(hc, over)
 			u.res.Changed = append(u.res.Changed, c.Minor)
 		}
 	}
-	return nil
-}
-
-// fixDefault points the root's default at the desired default class.
-func (u *run) fixDefault() error {
-	d := u.desired
-	if u.st.root.Defcls == uint32(d.DefaultMinor) {
-		return nil
-	}
-	q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: u.link.Attrs().Index, Handle: rootHandle(), Parent: netlink.HANDLE_ROOT})
-	q.Defcls = uint32(d.DefaultMinor)
-	if err := u.r.do(func() error { return u.r.h.QdiscChange(q) }); err != nil {
-		return fmt.Errorf("dev %s: set root default to %s: %w", u.r.dev, d.Handle(d.DefaultMinor), err)
-	}
-	u.st.root = q
-	u.res.Notes = append(u.res.Notes, "repaired the root qdisc's default class")
 	return nil
 }
 

@@ -6,16 +6,28 @@ import (
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // Reconciler makes one device's HTB tree match a desired Tree. It keeps one
 // netlink handle for its lifetime (pass netlink.NewHandleAt(ns,
-// unix.NETLINK_ROUTE) to work in a network namespace) and remembers the
-// classifier and leaf it detected. It is not safe for concurrent use.
+// unix.NETLINK_ROUTE) to work in a network namespace, with WithNetNS(ns))
+// and a route-netlink socket of its own for what the handle cannot express
+// (the root's size table, rate-spec overheads, batches), and remembers the
+// classifier and leaf it detected.
+// It is not safe for concurrent use.
 type Reconciler struct {
 	h     *netlink.Handle
 	dev   string
 	force bool
+	// ns is the network namespace of h, where the raw socket is opened
+	// (netns.None(): the current one); raw is that socket once open, and
+	// ownRaw says Close closes it; rawIndex is the ifindex the socket was
+	// checked to see dev at.
+	ns       netns.NsHandle
+	raw      *rtnl
+	ownRaw   bool
+	rawIndex int
 	// kind is the requested classifier kind (overridden by the tree's when
 	// empty); cls is the classifier in use once chosen.
 	kind       shaper.ClassifierKind
@@ -34,6 +46,15 @@ type Reconciler struct {
 
 // Option configures a Reconciler.
 type Option func(*Reconciler)
+
+// WithNetNS names the network namespace h works in: the Reconciler opens
+// its own route-netlink socket there. Without it the socket is opened in
+// the current namespace, and the Reconciler refuses to write when that
+// socket does not see the device the handle sees.
+func WithNetNS(ns netns.NsHandle) Option { return func(r *Reconciler) { r.ns = ns } }
+
+// withRaw shares an open socket (the Backend's) instead of opening one.
+func withRaw(c *rtnl) Option { return func(r *Reconciler) { r.raw = c } }
 
 // WithForce lets Reconcile replace a root qdisc gtpqos did not create.
 func WithForce(force bool) Option { return func(r *Reconciler) { r.force = force } }
@@ -60,11 +81,20 @@ func WithIncremental(on bool) Option { return func(r *Reconciler) { r.SetIncreme
 // NewReconciler returns a Reconciler for device dev through handle h. h must
 // stay open as long as the Reconciler is used; the caller closes it.
 func NewReconciler(h *netlink.Handle, dev string, opts ...Option) *Reconciler {
-	r := &Reconciler{h: h, dev: dev, classCache: map[shaper.ClassifierKind]classify.Classifier{}}
+	r := &Reconciler{h: h, dev: dev, ns: netns.None(), classCache: map[shaper.ClassifierKind]classify.Classifier{}}
 	for _, o := range opts {
 		o(r)
 	}
 	return r
+}
+
+// Close closes the route-netlink socket the Reconciler opened (not h, which
+// the caller owns). The device keeps its tree.
+func (r *Reconciler) Close() {
+	if r.ownRaw {
+		r.raw.close()
+		r.raw, r.ownRaw = nil, false
+	}
 }
 
 // Dev returns the device name.

@@ -95,7 +95,7 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 	rec := b.rec
 	if b.opts.Custom == nil {
 		if v := att.Egress.View(b.opts.N3); v != nil {
-			rec = NewReconciler(b.h, b.dev, WithClassifier(v))
+			rec = NewReconciler(b.h, b.dev, WithClassifier(v), withRaw(b.raw))
 		}
 	}
 	t, err := rec.Actual(ctx)
@@ -108,6 +108,7 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 	}
 	in.Owned, in.Root = true, fmt.Sprintf("%x:", t.Major)
 	in.Classifier, in.Leaf, in.Default = t.Classifier, t.Leaf.Kind, t.Handle(t.DefaultMinor)
+	in.Accounting, in.Overhead = t.Accounting, t.Overhead
 	ids := make(map[uint32]bool, len(t.Classes))
 	for _, c := range t.Classes {
 		cs := classState(t, c)

@@ -3,9 +3,12 @@ package htb
 import (
 	"fmt"
 
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
-	"github.com/vishvananda/netlink"
 )
 
 // devState is what a device holds as one Reconcile works on it: read from
@@ -24,6 +27,10 @@ type devState struct {
 	byParent map[uint32]netlink.Qdisc
 	// classes are the HTB classes under the root by minor.
 	classes map[uint16]*netlink.HtbClass
+	// stab is the root's size table (nil: none); over holds the classes'
+	// rate-spec overheads where they are not zero.
+	stab *sizeSpec
+	over map[uint16]rateOverhead
 
 	// Set when the state is remembered (after a successful run): tree is
 	// the header of the desired tree made true (no classes), table the classifier's entries and cls
@@ -42,21 +49,27 @@ type devState struct {
 // full run.
 func (m *devState) usableFor(link netlink.Link, desired *Tree, cls classify.Classifier) bool {
 	return m != nil && m.tree != nil && m.ifindex == link.Attrs().Index && m.cls == cls &&
-		m.tree.Leaf == desired.Leaf && m.tree.Major == desired.Major
+		m.tree.Leaf == desired.Leaf && m.tree.Major == desired.Major &&
+		m.tree.Accounting == desired.Accounting && m.tree.Overhead == desired.Overhead
 }
 
 // written records a class the run created or changed, in the kernel's units
 // as Reconcile wrote it (level 0: HTB reports a class without children as
 // a leaf, and a class with children is never compared on quantum or prio).
-func (m *devState) written(hc *netlink.HtbClass) {
+func (m *devState) written(hc *netlink.HtbClass, over rateOverhead) {
 	_, min := netlink.MajorMinor(hc.Handle)
 	c := *hc
 	m.classes[min] = &c
+	delete(m.over, min)
+	if over != (rateOverhead{}) {
+		m.over[min] = over
+	}
 }
 
 // deleted records a class the run deleted (its leaf qdisc goes with it).
 func (m *devState) deleted(t *Tree, minor uint16) {
 	delete(m.classes, minor)
+	delete(m.over, minor)
 	delete(m.byParent, t.ClassID(minor))
 }
 
@@ -70,13 +83,19 @@ func treeHeader(t *Tree) *Tree {
 }
 
 // readState reads the device's tree from the kernel, creating the root HTB
-// (with its link and default classes) first where the device has none.
+// (with its link and default classes) first where the device has none, and
+// repairing an owned root's default class and size table.
 func (r *Reconciler) readState(link netlink.Link, desired *Tree, res *Result) (*devState, error) {
 	st, err := r.readRoot(link)
 	if err != nil {
 		return nil, err
 	}
-	if !st.owned {
+	if st.owned {
+		res.Adopted = true
+		if st, err = r.fixRoot(link, desired, st, res); err != nil {
+			return nil, err
+		}
+	} else {
 		if st.root != nil && st.root.Attrs().Handle != 0 {
 			if !r.force {
 				return nil, r.foreignErr(st.root)
@@ -84,44 +103,126 @@ func (r *Reconciler) readState(link netlink.Link, desired *Tree, res *Result) (*
 			maj, _ := netlink.MajorMinor(st.root.Attrs().Handle)
 			res.Notes = append(res.Notes, fmt.Sprintf("replaced foreign root qdisc %s %x: (--force)", st.root.Type(), maj))
 		}
-		if err := r.createRoot(link, desired); err != nil {
+		if st, err = r.rebuild(link, desired, st, res); err != nil {
 			return nil, err
 		}
-		res.CreatedRoot = true
-		if st, err = r.readRoot(link); err != nil {
-			return nil, err
-		}
-		if !st.owned {
-			return nil, fmt.Errorf("dev %s: root qdisc htb %x: not found after creating it", r.dev, OwnedMajor)
-		}
-	} else {
-		res.Adopted = true
 	}
-	classes, err := r.listClasses(link)
+	classes, over, err := r.listClasses(link)
 	if err != nil {
 		return nil, err
 	}
-	return &devState{ifindex: link.Attrs().Index, root: st.root.(*netlink.Htb), byParent: st.byParent, classes: classes}, nil
+	return &devState{ifindex: link.Attrs().Index, root: st.root.(*netlink.Htb), byParent: st.byParent, classes: classes,
+		stab: st.stab, over: over}, nil
 }
 
-// createRoot creates the root HTB, link and default classes on a device
-// without a gtpqos tree. If a class fails, the root is deleted again so no
-// packet sits in HTB's direct queue.
-func (r *Reconciler) createRoot(link netlink.Link, desired *Tree) error {
-	q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: rootHandle(), Parent: netlink.HANDLE_ROOT})
-	q.Defcls = uint32(desired.DefaultMinor)
-	if err := r.do(func() error { return r.h.QdiscReplace(q) }); err != nil {
-		return fmt.Errorf("dev %s: create root qdisc htb %x: %w", r.dev, OwnedMajor, err)
+// fixRoot repairs an owned root qdisc. HTB has no change operation for its
+// own options, so a root whose default names another class is rebuilt
+// (its counters start again). The size table is changed in place (a qdisc
+// change that carries only TCA_STAB, or nothing to remove it); only if the
+// kernel refuses that is the root rebuilt.
+func (r *Reconciler) fixRoot(link netlink.Link, desired *Tree, st rootState, res *Result) (rootState, error) {
+	root := st.root.(*netlink.Htb)
+	if root.Defcls != uint32(desired.DefaultMinor) {
+		res.Notes = append(res.Notes, fmt.Sprintf("root qdisc htb %x: sent unclassified packets to class %x:%x, not gtpqos's default %s, and HTB cannot change a root's default in place: rebuilt the tree (class counters start again)",
+			OwnedMajor, OwnedMajor, root.Defcls, desired.Handle(desired.DefaultMinor)))
+		return r.rebuild(link, desired, st, res)
 	}
+	want := stabFor(desired)
+	if sameStab(want, st.stab) {
+		return st, nil
+	}
+	c, err := r.tc(link)
+	if err != nil {
+		return st, err
+	}
+	if err := r.do(func() error { return c.do(rootStabReq(link.Attrs().Index, want)) }); err != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("the kernel refused to change the root qdisc's size table in place (%v): rebuilt the tree for %s accounting (class counters start again)", err, desired.Accounting))
+		return r.rebuild(link, desired, st, res)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("accounting switched to %s in place: %s (class counters kept)", desired.Accounting, stabNote(desired)))
+	st.stab = want
+	return st, nil
+}
+
+// stabNote says what the root's size table does.
+func stabNote(t *Tree) string {
+	if t.Accounting != shaper.AccountPacket {
+		return "no size table, classes count whole frames"
+	}
+	return fmt.Sprintf("size table overhead -%d on the root, the link class adds %d back", t.Overhead, t.Overhead)
+}
+
+// rebuild creates the root HTB, replacing what the device has, and reads
+// it back.
+func (r *Reconciler) rebuild(link netlink.Link, desired *Tree, st rootState, res *Result) (rootState, error) {
+	var old uint32
+	if st.root != nil && st.root.Attrs().Handle == rootHandle() {
+		old = rootHandle() // the same handle: replacing it would only change it
+	}
+	if err := r.createRoot(link, desired, old); err != nil {
+		return st, err
+	}
+	res.CreatedRoot, res.Adopted = true, false
+	st, err := r.readRoot(link)
+	if err != nil {
+		return st, err
+	}
+	if !st.owned {
+		return st, fmt.Errorf("dev %s: root qdisc htb %x: not found after creating it", r.dev, OwnedMajor)
+	}
+	return st, nil
+}
+
+// createRoot sends, in one batch (one sendmsg: the kernel handles every
+// message inside that one system call, so a kill cannot leave the root
+// without its default class), the root HTB with its size table, the link
+// class and the default class; with old set, the root qdisc with that
+// handle is deleted first in the same batch. It then reads the ACKs; if any
+// message failed, the root is deleted again, so no packet is left in HTB's
+// unshaped direct queue.
+func (r *Reconciler) createRoot(link netlink.Link, desired *Tree, old uint32) error {
+	c, err := r.tc(link)
+	if err != nil {
+		return err
+	}
+	idx := link.Attrs().Index
+	var reqs []*nl.NetlinkRequest
+	if old != 0 {
+		reqs = append(reqs, rootDelReq(idx, old))
+	}
+	reqs = append(reqs, rootAddReq(idx, uint32(desired.DefaultMinor), stabFor(desired)))
+	var what []string
 	for _, m := range []uint16{LinkMinor, desired.DefaultMinor} {
-		c, ok := desired.Find(m)
-		if !ok {
-			continue
+		cl, _ := desired.Find(m)
+		req, err := classReq(unix.NLM_F_CREATE, r.htbClass(link, desired, cl), toKernel(desired, cl).over)
+		if err != nil {
+			return err
 		}
-		if err := r.do(func() error { return r.h.ClassReplace(r.htbClass(link, desired, c)) }); err != nil {
-			_ = r.h.QdiscDel(q)
-			return fmt.Errorf("dev %s: create %s class %s: %w (root qdisc removed again)", r.dev, c.Role, desired.Handle(m), err)
+		reqs = append(reqs, req)
+		what = append(what, fmt.Sprintf("%s class %s", cl.Role, desired.Handle(m)))
+	}
+	what = append([]string{fmt.Sprintf("root qdisc htb %x:", OwnedMajor)}, what...)
+	if old != 0 {
+		what = append([]string{fmt.Sprintf("delete root qdisc %x:", old>>16)}, what...)
+	}
+	errs, err := c.exec(reqs...)
+	if err != nil {
+		_ = c.do(rootDelReq(idx, rootHandle()))
+		return fmt.Errorf("dev %s: create root qdisc htb %x: %w (root qdisc removed again)", r.dev, OwnedMajor, err)
+	}
+	var failed error
+	for i, e := range errs {
+		if e == nil {
+			r.writes++
+		} else if failed == nil {
+			failed = fmt.Errorf("%s: %w", what[i], e)
 		}
+	}
+	if failed != nil {
+		if r.do(func() error { return c.do(rootDelReq(idx, rootHandle())) }) == nil {
+			return fmt.Errorf("dev %s: %w (root qdisc removed again)", r.dev, failed)
+		}
+		return fmt.Errorf("dev %s: %w", r.dev, failed)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func (t *Tree) TCCommands(dev string) string {
 	}
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
-	w("tc qdisc replace dev %s root handle %x: htb default %x", dev, t.Major, t.DefaultMinor)
+	w("tc qdisc replace dev %s root handle %x: %shtb default %x", dev, t.Major, t.stabArgs(), t.DefaultMinor)
 	order := make([]Class, 0, len(t.Classes))
 	for _, r := range []shaper.Role{shaper.RoleLink, shaper.RoleDefault, shaper.RoleSession, shaper.RoleFlow, shaper.RoleSpare} {
 		for _, c := range t.Classes {
@@ -33,8 +33,12 @@ func (t *Tree) TCCommands(dev string) string {
 		if c.Parent == 0 {
 			parent = fmt.Sprintf("%x:", t.Major)
 		}
-		line := fmt.Sprintf("tc class replace dev %s parent %s classid %s htb rate %s ceil %s burst %s cburst %s quantum %d prio %d",
-			dev, parent, t.Handle(c.Minor), shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil), shaper.FormatSize(c.Burst), shaper.FormatSize(c.CBurst), c.Quantum, c.Prio)
+		over := ""
+		if c.Overhead != 0 {
+			over = fmt.Sprintf(" overhead %d", c.Overhead)
+		}
+		line := fmt.Sprintf("tc class replace dev %s parent %s classid %s htb rate %s ceil %s%s burst %s cburst %s quantum %d prio %d",
+			dev, parent, t.Handle(c.Minor), shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil), over, shaper.FormatSize(c.Burst), shaper.FormatSize(c.CBurst), c.Quantum, c.Prio)
 		w("%s  # %s", line, classComment(c))
 		if c.IsLeaf() {
 			if line := renderLeaf(dev, t, c.Minor); line != "" {
@@ -64,6 +68,15 @@ func (t *Tree) TCCommands(dev string) string {
 		w("# classifier %s: entries for the flows above are managed by that classifier", t.Classifier)
 	}
 	return b.String()
+}
+
+// stabArgs is the root's size table as tc writes it ("stab overhead -58
+// linklayer ethernet "), or "" under frame accounting.
+func (t *Tree) stabArgs() string {
+	if t.Accounting != shaper.AccountPacket {
+		return ""
+	}
+	return fmt.Sprintf("stab overhead %d linklayer ethernet ", -int64(t.Overhead))
 }
 
 // renderLeaf is the tc command for the leaf under class minor: auto is

@@ -51,6 +51,11 @@ type Class struct {
 	Quantum uint32
 	// Prio is HTB's priority (0..7).
 	Prio uint32
+	// Overhead is the bytes the class's rate spec adds to every packet
+	// (tc's "overhead"): under packet accounting the link class adds back
+	// what the root's size table takes off, so it counts frames on the
+	// wire; 0 everywhere else.
+	Overhead uint32
 
 	// Flow is the flow's identity (RoleFlow; zero in a tree read from the
 	// kernel, which does not know it).
@@ -84,6 +89,15 @@ type Tree struct {
 	Leaf shaper.LeafSpec
 	// Classifier is the classifier kind the tree is meant for.
 	Classifier shaper.ClassifierKind
+	// Accounting is the bytes the classes count. Under packet accounting
+	// the root qdisc has a size table that takes Overhead off every
+	// packet's length, so every class counts the user's packet; the link
+	// class adds Overhead back (Class.Overhead). Frame accounting has
+	// neither.
+	Accounting shaper.Accounting
+	// Overhead is the bytes a frame at the qdisc carries besides the
+	// user's packet (packet accounting; 0 with frame accounting).
+	Overhead uint32
 	// Classes are all classes, sorted by minor.
 	Classes []Class
 }

@@ -84,7 +84,7 @@ func (l *StockLab) Shape(tb testing.TB) {
 		dir shaper.Direction
 		rep *shaper.Report
 	}{{l.N3, shaper.Downlink, &l.DL}, {l.N6, shaper.Uplink, &l.UL}} {
-		be, err := backends.Open(x.dev, backends.Options{Handle: l.H, Classifier: shaper.KindGTPU, Shared: gc, Direction: x.dir, N3: l.N3})
+		be, err := backends.Open(x.dev, backends.Options{NetNS: l.NS.Handle, Classifier: shaper.KindGTPU, Shared: gc, Direction: x.dir, N3: l.N3})
 		if err != nil {
 			tb.Fatalf("open backend on %s: %v", x.dev, err)
 		}

@@ -82,12 +82,13 @@ func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped 
 	}
 	h := l.UPFNetlink()
 	cls := gtpu.New(gtpu.Options{N3: lab.N3Dev, QFIOnly: qfiOnly})
-	rec := htb.NewReconciler(h, lab.N3Dev, htb.WithClassifier(cls.Downlink()))
+	rec := htb.NewReconciler(h, lab.N3Dev, htb.WithClassifier(cls.Downlink()), htb.WithNetNS(l.UPFNetNS()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := rec.Reconcile(ctx, tree)
 	t.Cleanup(func() {
 		_ = rec.Reset(context.Background())
+		rec.Close()
 		_ = cls.Close(h)
 	})
 	if err != nil {

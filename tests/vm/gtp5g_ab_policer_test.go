@@ -133,14 +133,14 @@ func checkPolicerArms(t *testing.T, got map[string]map[string]float64) {
 }
 
 // scaleQERs replaces session 1's QERs (flows A, B, C, programmed at the
-// seed's full rates by programUPF) with their abScale versions, so that
+// seed's full rates by programUPF) with their versions at scale, so that
 // gtp5g's native policer caps at the same MBRs as the arms' flows files.
 // gtp5g builds the policers from the MBR on update as on add.
-func (l *gtp5gLab) scaleQERs(t *testing.T) {
+func (l *gtp5gLab) scaleQERs(t *testing.T, scale float64) {
 	t.Helper()
 	for i, q := range []gtp5gtest.QER{flowA, flowB, flowC} {
-		q.GBRKbps = uint64(float64(q.GBRKbps) * abScale)
-		q.MBRKbps = uint64(float64(q.MBRKbps) * abScale)
+		q.GBRKbps = uint64(float64(q.GBRKbps) * scale)
+		q.MBRKbps = uint64(float64(q.MBRKbps) * scale)
 		l.upf.UpdateQER(t, 1, i+1, q)
 	}
 }

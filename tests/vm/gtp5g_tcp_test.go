@@ -1,0 +1,128 @@
+package vm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/free5gc/gtpqos/tests/testenv"
+)
+
+// TCP on the real gtp5g datapath: one TCP connection per flow, DN -> UE
+// through both gtp5g devices, at abScale (7.5 Mbit/s bottleneck), in two
+// arms: gtp5g's native MBR policer alone (the count-only tree) and the
+// aware tree without the policer.
+const (
+	tcpDuration = 20 // seconds per arm
+	tcpOmit     = 5  // first seconds left out of the goodput (slow start)
+)
+
+// tcpFlow is one flow's TCP result.
+type tcpFlow struct {
+	Goodput     float64 // Mbit/s received, after tcpOmit
+	Retransmits uint64
+}
+
+// iperf3End is the part of an iperf3 client's --json report read here.
+type iperf3End struct {
+	End struct {
+		SumSent struct {
+			Retransmits uint64 `json:"retransmits"`
+		} `json:"sum_sent"`
+		SumReceived struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+		} `json:"sum_received"`
+	} `json:"end"`
+	Error string `json:"error"`
+}
+
+// tcpArm runs one TCP connection per flow (A, B, C: DN 10.200.0.2/.3/.4 ->
+// UE 10.60.0.1 ports 5301-5303) for tcpDuration seconds and returns each
+// flow's goodput and retransmits.
+func (l *gtp5gLab) tcpArm(t *testing.T) map[string]tcpFlow {
+	t.Helper()
+	testenv.RequireCmd(t, "iperf3")
+	flows := []struct{ name, src, port string }{{"A", "10.200.0.2", "5301"}, {"B", "10.200.0.3", "5302"}, {"C", "10.200.0.4", "5303"}}
+	var servers []*exec.Cmd
+	defer func() {
+		for _, s := range servers {
+			_ = s.Process.Kill()
+			_ = s.Wait()
+		}
+	}()
+	for _, f := range flows {
+		s := exec.Command("ip", "netns", "exec", l.gnb.NetNS.Name, "iperf3", "-s", "-1", "-B", "10.60.0.1", "-p", f.port)
+		if err := s.Start(); err != nil {
+			t.Fatalf("iperf3 server %s: %v", f.name, err)
+		}
+		servers = append(servers, s)
+	}
+	time.Sleep(300 * time.Millisecond)
+	out := make([]bytes.Buffer, len(flows))
+	var clients []*exec.Cmd
+	for i, f := range flows {
+		c := exec.Command("ip", "netns", "exec", l.dn.NetNS.Name, "iperf3", "-c", "10.60.0.1", "-p", f.port, "-B", f.src,
+			"-t", fmt.Sprint(tcpDuration), "-O", fmt.Sprint(tcpOmit), "--json")
+		c.Stdout = &out[i]
+		if err := c.Start(); err != nil {
+			t.Fatalf("iperf3 client %s: %v", f.name, err)
+		}
+		clients = append(clients, c)
+	}
+	res := map[string]tcpFlow{}
+	for i, c := range clients {
+		err := c.Wait()
+		var rep iperf3End
+		if jerr := json.Unmarshal(out[i].Bytes(), &rep); jerr != nil || rep.Error != "" || err != nil {
+			t.Fatalf("iperf3 client %s: %v %v %s", flows[i].name, err, jerr, rep.Error)
+		}
+		res[flows[i].name] = tcpFlow{Goodput: rep.End.SumReceived.BitsPerSecond / 1e6, Retransmits: rep.End.SumSent.Retransmits}
+	}
+	return res
+}
+
+// TestGtp5gGuestTCP measures TCP on gtp5g itself: per flow goodput and
+// retransmits with gtp5g's native policer alone, and with the aware tree.
+// What is asserted is what holds under TCG: every flow moves data, and
+// neither arm lets A or B past its MBR (+10%, payload); the numbers are for
+// the README.
+func TestGtp5gGuestTCP(t *testing.T) {
+	requireGtp5gGuest(t)
+	gtpqos, l := startGtp5gAB(t, abScale)
+	aware := filepath.Join(t.TempDir(), "aware.yaml")
+	if err := os.WriteFile(aware, []byte(abArmYAML("aware")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) {
+		if out, err := exec.Command(gtpqos, args...).CombinedOutput(); err != nil {
+			t.Fatalf("gtpqos %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	t.Cleanup(func() {
+		_ = exec.Command(gtpqos, "policer", "off").Run()
+		_ = exec.Command(gtpqos, "reset", "--dev", "n3").Run()
+	})
+	arms := []struct{ name, file, policer string }{{"policer-noHTB", abCountOnlyFile, "on"}, {"aware", aware, "off"}}
+	mbr := map[string]float64{"A": 18 * abScale, "B": 6 * abScale}
+	for _, a := range arms {
+		run("policer", a.policer)
+		run("apply", "-f", a.file, "--dev", "n3")
+		res := l.tcpArm(t)
+		for _, name := range []string{"A", "B", "C"} {
+			f := res[name]
+			t.Logf("TCP %s: flow %s %.3f Mbit/s goodput (seconds %d-%d), %d retransmits", a.name, name, f.Goodput, tcpOmit, tcpDuration, f.Retransmits)
+			if f.Goodput <= 0 {
+				t.Errorf("TCP %s: flow %s moved no data", a.name, name)
+			}
+			if m, ok := mbr[name]; ok && f.Goodput > 1.1*m {
+				t.Errorf("TCP %s: flow %s %.3f Mbit/s, past its MBR %.2f (+10%%)", a.name, name, f.Goodput, m)
+			}
+		}
+	}
+}
