@@ -155,8 +155,9 @@ func isAlnum(c byte) bool {
 }
 
 // headIsMapping reports whether head is one YAML document holding a
-// mapping at the first column (or nothing): only then does yaml.v3 read
-// the whole file as the head's mapping with "flows" as one more key.
+// mapping at the first column without a flows key (or nothing): only then
+// does yaml.v3 read the whole file as the head's mapping with "flows" as
+// one more key.
 func headIsMapping(head []byte) bool {
 	dec := yaml.NewDecoder(bytes.NewReader(head))
 	var doc yaml.Node
@@ -174,7 +175,15 @@ func headIsMapping(head []byte) bool {
 		return false
 	}
 	m := doc.Content[0]
-	return m.Kind == yaml.MappingNode && m.Column == 1 && m.Style&yaml.FlowStyle == 0
+	if m.Kind != yaml.MappingNode || m.Column != 1 || m.Style&yaml.FlowStyle != 0 {
+		return false
+	}
+	for i := 0; i < len(m.Content); i += 2 {
+		if m.Content[i].Value == "flows" {
+			return false // a second flows key: yaml.v3's error to give
+		}
+	}
+	return true
 }
 
 // printable reports a line of printable ASCII and tabs (YAML refuses some

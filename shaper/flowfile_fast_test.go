@@ -52,6 +52,15 @@ func checkFast(t *testing.T, data []byte) (fast bool) {
 	if diff := cmp.Diff(wantFlows, flows); diff != "" {
 		t.Fatalf("flows differ from yaml.v3's (-yaml +fast):\n%s\nfile:\n%s", diff, data)
 	}
+	// ParseFlowsFile's own decode, against yaml.v3 alone.
+	got, gotErr := decodeFlowsFile("f.yaml", data)
+	want, wantErr := decodeYAML("f.yaml", data, false)
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("decode: %v; yaml.v3 alone: %v\nfile:\n%s", gotErr, wantErr, data)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("decoded file differs from yaml.v3's (-yaml +fast):\n%s\nfile:\n%s", diff, data)
+	}
 	return true
 }
 
@@ -101,7 +110,8 @@ func TestFastFlowsLeavesTheRestToYAML(t *testing.T) {
 			t.Errorf("fast path took %q", body)
 		}
 	}
-	for _, data := range []string{"link: 1mbit\nflows: []\n", "link: 1mbit\n", "flows:  x\n", "link: 1mbit\n flows:\n  - {name: A}\n"} {
+	for _, data := range []string{"link: 1mbit\nflows: []\n", "link: 1mbit\n", "flows:  x\n", "link: 1mbit\n flows:\n  - {name: A}\n",
+		"link: 1mbit\nflows: ~\nflows:\n  - {name: A}\n"} { // the last: flows twice
 		if checkFast(t, []byte(data)) {
 			t.Errorf("fast path took %q", data)
 		}
