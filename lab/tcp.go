@@ -25,6 +25,10 @@ func (l *Lab) runTCP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 				lns[i].Close()
 			}
 			if conns[i] != nil {
+				// Reset, not FIN: a FIN leaves the DN's fixed address
+				// and port in TIME_WAIT, and the next run's connect from
+				// it fails with "address already in use".
+				_ = conns[i].SetLinger(0)
 				conns[i].Close()
 			}
 		}

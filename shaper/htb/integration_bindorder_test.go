@@ -55,7 +55,7 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 		t.Run(fmt.Sprintf("incremental=%v", incremental), func(t *testing.T) {
 			l := newLab(t)
 			bc := &bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}
-			rec := NewReconciler(l.h, l.dev, WithClassifier(bc), WithIncremental(incremental), WithLeaf(shaper.LeafFIFO))
+			rec := l.rec(WithClassifier(bc), WithIncremental(incremental), WithLeaf(shaper.LeafFIFO))
 			pol := shaper.DefaultPolicy(100 * mbit)
 			sess := []shaper.Flow{
 				{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x21, SessionAMBR: 5 * mbit},
@@ -74,8 +74,8 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 			if len(bc.early) > 0 {
 				t.Errorf("update %s bound classes before creating them: %v", res.Summary(), bc.early)
 			}
-			l.matches(t, NewReconciler(l.h, l.dev), t2)
-			if res := mustReconcile(t, NewReconciler(l.h, l.dev, WithClassifier(bc), WithLeaf(shaper.LeafFIFO)), t2); !res.InSync() {
+			l.matches(t, l.rec(), t2)
+			if res := mustReconcile(t, l.rec(WithClassifier(bc), WithLeaf(shaper.LeafFIFO)), t2); !res.InSync() {
 				t.Errorf("second run: %s; want in sync", res.Summary())
 			}
 		})

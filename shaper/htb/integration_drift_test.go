@@ -18,7 +18,7 @@ import (
 // classifier's bindings (a BPF map's entries are not in tc's output).
 func (l *lab) canonical(t testing.TB) string {
 	t.Helper()
-	tr, err := NewReconciler(l.h, l.dev).Actual(context.Background())
+	tr, err := l.rec().Actual(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func (t *Tree) classifierOrNone() shaper.ClassifierKind {
 // edit (drift injected through the classifier itself, fw or bpf alike).
 func (l *lab) rebind(t *testing.T, edit func(*classify.Table)) {
 	t.Helper()
-	rec := NewReconciler(l.h, l.dev)
+	rec := l.rec()
 	tr, err := rec.Actual(context.Background())
 	if err != nil || tr == nil {
 		t.Fatalf("read tree: %v", err)
@@ -101,7 +101,7 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 	build(t)
 	clean := l.canonical(t)
 	spare := ""
-	if tr, err := NewReconciler(l.h, l.dev).Actual(ctx); err == nil && tr != nil {
+	if tr, err := l.rec().Actual(ctx); err == nil && tr != nil {
 		for _, c := range tr.Classes {
 			if c.Role == shaper.RoleSpare {
 				spare = tr.Handle(c.Minor)
@@ -153,8 +153,8 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 			l.rebind(t, func(tb *classify.Table) { tb.Entries[0].ClassID = classIDOf(t, spare) })
 		}},
 		{name: "classifier removed", inject: func(t *testing.T) {
-			tr, _ := NewReconciler(l.h, l.dev).Actual(ctx)
-			if err := NewReconciler(l.h, l.dev).builtin(tr.Classifier).Remove(ctx, l.classifierEnv(t)); err != nil {
+			tr, _ := l.rec().Actual(ctx)
+			if err := l.rec().builtin(tr.Classifier).Remove(ctx, l.classifierEnv(t)); err != nil {
 				t.Fatal(err)
 			}
 		}, verify: "no classifier is installed"},

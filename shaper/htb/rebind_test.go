@@ -110,7 +110,7 @@ func TestIntegrationSwappedBindingRepairedNotRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	classes := l.tcClasses(t)
-	rec := NewReconciler(l.h, l.dev)
+	rec := l.rec()
 	tr, err := rec.Actual(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ func (t *Tree) TCCommands(dev string) string {
 		dev = "DEV"
 	}
 	var b strings.Builder
+	b.Grow(400 * (len(t.Classes) + 1)) // a class, its leaf and its filter: ~400 bytes
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	w("tc qdisc replace dev %s root handle %x: %shtb default %x", dev, t.Major, t.stabArgs(), t.DefaultMinor)
 	order := make([]Class, 0, len(t.Classes))

@@ -273,8 +273,44 @@ func (e *env) sample() state {
 	return s
 }
 
+// creationJudge judges the samples of one build from an empty device.
+// The root, its link class and its default class reach the kernel in one
+// netlink batch, but the kernel takes its lock per message: a packet that
+// arrives between the root's creation and the default class's goes through
+// the direct queue, and no order avoids that (a class needs its qdisc
+// attached first). So the contract for a build is: no sample shows the
+// root without its default class, and once it has it, the direct queue
+// never grows. instant returns how many packets came in that instant.
+type creationJudge struct {
+	mu      sync.Mutex
+	seen    bool
+	instant uint64
+}
+
+func (j *creationJudge) judge(s state) string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case !s.root:
+		return ""
+	case !s.dflt:
+		return "the root 6771: without its default class 6771:2"
+	case !j.seen:
+		j.seen, j.instant = true, s.direct
+	case s.direct > j.instant:
+		return fmt.Sprintf("%d packets through HTB's unshaped direct queue after the root had its default class", s.direct-j.instant)
+	}
+	return ""
+}
+
 // sampler samples the device until stop; stop returns the violations seen.
 func (e *env) sampler() (stop func() []string) {
+	return e.judgedSampler(state.violation)
+}
+
+// judgedSampler samples the device until stop; stop returns what judge
+// said of the samples.
+func (e *env) judgedSampler(judge func(state) string) (stop func() []string) {
 	done := make(chan struct{})
 	var out []string
 	var wg sync.WaitGroup
@@ -282,7 +318,7 @@ func (e *env) sampler() (stop func() []string) {
 	go func() {
 		defer wg.Done()
 		for {
-			if v := e.sample().violation(); v != "" {
+			if v := judge(e.sample()); v != "" {
 				out = append(out, v)
 			}
 			select {
@@ -305,7 +341,9 @@ func (e *env) sampler() (stop func() []string) {
 // far a writer's background build got. They must not exceed the pool.
 func (e *env) canonical() string {
 	e.t.Helper()
-	tr, err := htb.NewReconciler(e.h, e.dev).Actual(context.Background())
+	r := htb.NewReconciler(e.h, e.dev, htb.WithNetNS(e.ns.Handle))
+	defer r.Close()
+	tr, err := r.Actual(context.Background())
 	if err != nil {
 		e.t.Fatalf("read tree: %v", err)
 	}
