@@ -260,15 +260,25 @@ func (s state) violation() string {
 	return ""
 }
 
-// sample reads the device's root and default class with tc.
+// sample reads the device's root and default class with tc: the root,
+// then the default class, then the root's direct-queue counter again, so
+// that the counter is read after the class was seen (a dump waiting for
+// the RTNL lock can run between two messages of a build's batch, and a
+// counter read before the class could miss the packets of that instant).
 func (e *env) sample() state {
 	var s state
 	q, _ := e.ns.Try("tc", "-s", "qdisc", "show", "dev", e.dev)
+	m := directRe.FindStringSubmatch(q)
+	if m == nil {
+		return s
+	}
+	s.root = true
+	s.direct, _ = strconv.ParseUint(m[1], 10, 64)
+	c, _ := e.ns.Try("tc", "class", "show", "dev", e.dev, "classid", "6771:2")
+	s.dflt = strings.Contains(c, "class htb 6771:2 ")
+	q, _ = e.ns.Try("tc", "-s", "qdisc", "show", "dev", e.dev)
 	if m := directRe.FindStringSubmatch(q); m != nil {
-		s.root = true
 		s.direct, _ = strconv.ParseUint(m[1], 10, 64)
-		c, _ := e.ns.Try("tc", "class", "show", "dev", e.dev, "classid", "6771:2")
-		s.dflt = strings.Contains(c, "class htb 6771:2 ")
 	}
 	return s
 }
