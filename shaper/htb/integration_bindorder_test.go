@@ -2,8 +2,11 @@ package htb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -80,4 +83,66 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// chunkRecorder records the size of every table synced and cancels the
+// run once it has seen cancelAt syncs (0: never).
+type chunkRecorder struct {
+	bindChecker
+	sizes    []int
+	cancelAt int
+	cancel   context.CancelFunc
+}
+
+func (c *chunkRecorder) Sync(ctx context.Context, env classify.Env, table classify.Table) (classify.Result, error) {
+	res, err := c.bindChecker.Sync(ctx, env, table)
+	c.sizes = append(c.sizes, len(table.Entries))
+	if len(c.sizes) == c.cancelAt {
+		c.cancel()
+	}
+	return res, err
+}
+
+// A build binds its flow classes in chunks as it creates them, not all at
+// the end: flows are classified while a long build goes on, and a build
+// that dies half-way leaves the chunks it finished bound. Every chunk
+// binds only classes that exist.
+func TestIntegrationBuildBindsInChunks(t *testing.T) {
+	flows := scaleFlows(1, 45)
+	pol := scalePolicy()
+	t.Run("whole build", func(t *testing.T) {
+		l := newLab(t)
+		cr := &chunkRecorder{bindChecker: bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}}
+		rec := l.rec(WithClassifier(cr), WithLeaf(shaper.LeafFIFO))
+		rec.bind = bindChunk{Classes: 10, Every: time.Hour}
+		mustReconcile(t, rec, mustPlan(t, flows, pol, nil))
+		if want := []int{10, 20, 30, 40, 45}; !slices.Equal(cr.sizes, want) {
+			t.Errorf("tables synced: %v entries; want %v", cr.sizes, want)
+		}
+		if len(cr.early) > 0 {
+			t.Errorf("bound classes before creating them: %v", cr.early)
+		}
+	})
+	t.Run("killed after three chunks", func(t *testing.T) {
+		l := newLab(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cr := &chunkRecorder{bindChecker: bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}, cancelAt: 3, cancel: cancel}
+		rec := l.rec(WithClassifier(cr), WithLeaf(shaper.LeafFIFO))
+		rec.bind = bindChunk{Classes: 10, Every: time.Hour}
+		if _, err := rec.Reconcile(ctx, mustPlan(t, flows, pol, nil)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("reconcile: %v; want it cancelled", err)
+		}
+		b, err := classify.NewMarkBPF().Bindings(context.Background(), l.classifierEnv(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != 30 {
+			t.Errorf("%d flows bound after the run died; want the three chunks' 30", len(b))
+		}
+		// The next run completes the tree.
+		full := mustPlan(t, flows, pol, nil)
+		mustReconcile(t, l.rec(WithLeaf(shaper.LeafFIFO)), full)
+		l.matches(t, l.rec(), full)
+	})
 }

@@ -232,7 +232,8 @@ func (u *run) createAndChange() error {
 			}
 		}
 	}
-	for _, i := range order {
+	chunks := newChunkBinder(u.r.bind)
+	for n, i := range order {
 		c := d.Classes[i]
 		if err := u.ctx.Err(); err != nil {
 			return err
@@ -249,6 +250,11 @@ func (u *run) createAndChange() error {
 			// first child, and does not bring it back: forget it.
 			delete(u.st.byParent, d.ClassID(c.Parent))
 			u.res.Created = append(u.res.Created, c.Minor)
+			if n < len(order)-1 && chunks.due(c.Role) {
+				if err := u.bindExisting(); err != nil {
+					return err
+				}
+			}
 		case !same(toKernel(d, c), fromNetlink(a, u.st.over[c.Minor])):
 			hc, over, err := u.r.writeClass(u.link, d, c, false)
 			if err != nil {

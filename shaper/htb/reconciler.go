@@ -42,6 +42,9 @@ type Reconciler struct {
 	incremental bool
 	mem         *devState
 	reads       int
+	// bind is how often a build binds the flow classes it has created so
+	// far (bindChunk).
+	bind bindChunk
 }
 
 // Option configures a Reconciler.
@@ -81,7 +84,8 @@ func WithIncremental(on bool) Option { return func(r *Reconciler) { r.SetIncreme
 // NewReconciler returns a Reconciler for device dev through handle h. h must
 // stay open as long as the Reconciler is used; the caller closes it.
 func NewReconciler(h *netlink.Handle, dev string, opts ...Option) *Reconciler {
-	r := &Reconciler{h: h, dev: dev, ns: netns.None(), classCache: map[shaper.ClassifierKind]classify.Classifier{}}
+	r := &Reconciler{h: h, dev: dev, ns: netns.None(), classCache: map[shaper.ClassifierKind]classify.Classifier{},
+		bind: defaultBindChunk}
 	for _, o := range opts {
 		o(r)
 	}
