@@ -1,77 +1,47 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
-	"time"
 )
 
-func TestABOptions(t *testing.T) {
-	f := abFlags{lab: true, tolerance: 0.05, payload: 1200, traffic: "builtin", window: "3-9", duration: "10"}
-	o, err := f.options([]string{"st=../../examples/seed-static.yaml", "../../examples/seed-aware.yaml"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(o.Arms) != 2 || o.Arms[0].Name != "st" || o.Arms[1].Name != "seed-aware" {
-		t.Fatalf("arms %+v", o.Arms)
-	}
-	if o.Arms[0].Policy.Mode.String() != "static" || len(o.Arms[1].Flows) != 3 {
-		t.Fatalf("arm contents: %v, %d flows", o.Arms[0].Policy.Mode, len(o.Arms[1].Flows))
-	}
-	if o.Duration != 10*time.Second || o.WindowStart != 3*time.Second || o.WindowEnd != 9*time.Second || o.Runs != 3 {
-		t.Fatalf("protocol %+v", o)
-	}
-}
-
-func TestABOptionsErrors(t *testing.T) {
+// ab's errors in what was asked for exit 2 with one line under the
+// command's name; an arm file or a device that cannot be opened exits 1
+// with one line. None of these builds a lab or writes to a device.
+func TestABExitStatus(t *testing.T) {
 	arm := "../../examples/seed-aware.yaml"
-	for name, c := range map[string]struct {
-		f    abFlags
+	for _, c := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		"window":      {abFlags{lab: true, window: "10"}, []string{arm}, "--window"},
-		"past end":    {abFlags{lab: true, window: "10-70"}, []string{arm}, "window"},
-		"no arms":     {abFlags{lab: true}, nil, "no arms"},
-		"no target":   {abFlags{tcp: true}, []string{arm}, "need --lab"},
-		"lab policer": {abFlags{lab: true}, []string{arm + ",policer=on"}, "the lab has no gtp5g"},
-		"bad option":  {abFlags{lab: true}, []string{arm + ",police=on"}, "policer=on or policer=off"},
-		"missing":     {abFlags{lab: true}, []string{"nope.yaml"}, "nope.yaml"},
+		{[]string{"ab", "--lab", "--window", "10", arm}, 2, "gtpqos ab: --window \"10\""},
+		{[]string{"ab", "--tcp", arm}, 2, "gtpqos ab: --tcp, --traffic, --no-marks and --lab-pdrs need --lab"},
+		{[]string{"ab", arm}, 2, "gtpqos ab: give --lab, or --dev IFACE"},
+		{[]string{"ab", "--lab", "--classifier", "nope", arm}, 2, "gtpqos ab: --classifier"},
+		{[]string{"ab", "--lab", "--sweep", "payload=x"}, 2, "gtpqos ab: --sweep: payload \"x\""},
+		{[]string{"ab", "--sweep", "payload=64"}, 2, "gtpqos ab: --sweep runs its own scenarios in the lab"},
+		{[]string{"ab", "--bogus"}, 2, "gtpqos ab: flag provided but not defined"},
+		{[]string{"ab", "--lab", "nope.yaml"}, 1, "arm \"nope.yaml\""},
+		{[]string{"ab", "--dev", "gtpqos-none0", arm}, 1, "device gtpqos-none0: "},
 	} {
-		c.f.traffic = "builtin"
-		c.f.tolerance = 0.05
-		_, err := c.f.options(c.args)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want %q", name, err, c.want)
+		var out, errb bytes.Buffer
+		code := run(c.args, &out, &errb)
+		if code != c.code || !strings.HasPrefix(errb.String(), c.want) || strings.Count(errb.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want %d and one line starting %q", c.args, code, errb.String(), c.code, c.want)
 		}
 	}
 }
 
-func TestSweepOptions(t *testing.T) {
-	f := abFlags{lab: true, traffic: "builtin", sweep: "payload=64,128,1400"}
-	o, err := f.sweepOptions(nil)
-	if err != nil {
-		t.Fatal(err)
+func TestABHelpListsFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"ab", "-h"}, &out, &errb); code != 0 {
+		t.Fatalf("ab -h: exit %d, stderr %q", code, errb.String())
 	}
-	if len(o.Payloads) != 3 || o.Payloads[2] != 1400 || o.Tolerance != 0.01 || o.Duration != 12*time.Second || o.WindowStart != 5*time.Second || o.WindowEnd != 11*time.Second {
-		t.Fatalf("sweep options %+v", o)
-	}
-	for name, c := range map[string]struct {
-		f    abFlags
-		args []string
-		want string
-	}{
-		"not lab":   {abFlags{sweep: "payload=64"}, nil, "give --lab"},
-		"with arms": {abFlags{lab: true, sweep: "payload=64"}, []string{"a.yaml"}, "no arms"},
-		"tcp":       {abFlags{lab: true, tcp: true, sweep: "payload=64"}, nil, "--tcp"},
-		"key":       {abFlags{lab: true, sweep: "size=64"}, nil, "want payload=N"},
-		"too big":   {abFlags{lab: true, sweep: "payload=64,1500"}, nil, `payload "1500"`},
-		"not a num": {abFlags{lab: true, sweep: "payload=64,x"}, nil, `payload "x"`},
-		"window":    {abFlags{lab: true, sweep: "payload=64", window: "5-20"}, nil, "--window"},
-	} {
-		c.f.traffic = "builtin"
-		if _, err := c.f.sweepOptions(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want %q", name, err, c.want)
+	for _, f := range []string{"usage: gtpqos ab", "-lab", "-demo", "-sweep", "-replot", "-lab-pdrs", "-tolerance"} {
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("ab -h does not show %s", f)
 		}
 	}
 }
