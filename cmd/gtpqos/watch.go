@@ -28,98 +28,56 @@ func init() {
 }
 
 // watchFlags parses watch's flags over the config file: a flag given on
-// the command line wins over the file.
-func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string, override func(*watch.Config), err error) {
+// the command line wins over the file. Each flag is named after its
+// config key ("--link-rate" sets link_rate).
+func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string, over watch.Override, err error) {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	d := watch.DefaultConfig()
-	var (
-		n3, n6, link, n6link, markMode, cls, metrics, lockDir, level, evbuf string
-		poll, resync, retry                                                 time.Duration
-		cleanup, force                                                      bool
-	)
+	v := &over.Config
 	fs.StringVar(&path, "config", "", "YAML config file (flags win over it; SIGHUP reloads it)")
-	fs.StringVar(&n3, "n3", "", "N3 device: downlink tree on its egress (required)")
-	fs.StringVar(&n6, "n6", "", "N6 device: uplink tree on its egress (optional)")
-	fs.StringVar(&link, "link-rate", "", "downlink bottleneck rate, e.g. 30mbit (required)")
-	fs.StringVar(&n6link, "n6-link-rate", "", "uplink bottleneck rate (default: --link-rate)")
-	fs.DurationVar(&poll, "poll", time.Duration(d.Poll), "dump interval without QoS events (stock gtp5g)")
-	fs.DurationVar(&resync, "resync", time.Duration(d.Resync), "full resync interval (repairs drift)")
-	fs.DurationVar(&retry, "retry", time.Duration(d.Retry), "wait before retrying when gtp5g or a device is gone")
-	fs.StringVar(&markMode, "mark-mode", d.MarkMode, "gtp5g patch mark mode to set: flow, qfi or keep")
-	fs.StringVar(&cls, "classifier", d.Classifier, "classifier: auto, fw, bpf (patched gtp5g marks packets); stock gtp5g always uses gtpu (TEID+QFI)")
-	fs.StringVar(&metrics, "metrics-addr", d.MetricsAddr, "Prometheus listen address (loopback only; 'off' disables)")
-	fs.BoolVar(&cleanup, "cleanup-on-exit", false, "remove the trees on SIGTERM/SIGINT (default: leave them shaping)")
-	fs.BoolVar(&force, "force", false, "replace a root qdisc gtpqos did not create")
-	fs.StringVar(&lockDir, "lock-dir", d.LockDir, "directory of the per-device lock files")
-	fs.StringVar(&evbuf, "events-buffer", "8m", "receive buffer for gtp5g's QoS events (a burst beyond it costs a full dump)")
-	fs.StringVar(&level, "log-level", d.LogLevel, "log level: debug, info, warn, error")
+	fs.StringVar(&v.N3, "n3", "", "N3 device: downlink tree on its egress (required)")
+	fs.StringVar(&v.N6, "n6", "", "N6 device: uplink tree on its egress (optional)")
+	fs.StringVar(&v.LinkRate, "link-rate", "", "downlink bottleneck rate, e.g. 30mbit (required)")
+	fs.StringVar(&v.N6LinkRate, "n6-link-rate", "", "uplink bottleneck rate (default: --link-rate)")
+	fs.DurationVar((*time.Duration)(&v.Poll), "poll", time.Duration(d.Poll), "dump interval without QoS events (stock gtp5g)")
+	fs.DurationVar((*time.Duration)(&v.Resync), "resync", time.Duration(d.Resync), "full resync interval (repairs drift)")
+	fs.DurationVar((*time.Duration)(&v.Retry), "retry", time.Duration(d.Retry), "wait before retrying when gtp5g or a device is gone")
+	fs.StringVar(&v.MarkMode, "mark-mode", d.MarkMode, "gtp5g patch mark mode to set: flow, qfi or keep")
+	fs.StringVar(&v.Classifier, "classifier", d.Classifier, "classifier: auto, fw, bpf (patched gtp5g marks packets); stock gtp5g always uses gtpu (TEID+QFI)")
+	fs.StringVar(&v.MetricsAddr, "metrics-addr", d.MetricsAddr, "Prometheus listen address (loopback only; 'off' disables)")
+	fs.BoolVar(&v.CleanupOnExit, "cleanup-on-exit", false, "remove the trees on SIGTERM/SIGINT (default: leave them shaping)")
+	fs.BoolVar(&v.Force, "force", false, "replace a root qdisc gtpqos did not create")
+	fs.StringVar(&v.LockDir, "lock-dir", d.LockDir, "directory of the per-device lock files")
+	fs.StringVar(&v.EventsBuffer, "events-buffer", "8m", "receive buffer for gtp5g's QoS events (a burst beyond it costs a full dump)")
+	fs.StringVar(&v.LogLevel, "log-level", d.LogLevel, "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: gtpqos watch --n3 IF [--n6 IF] --link-rate R [--config FILE] [flags]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
-			return cfg, "", nil, errHelp
+			return cfg, "", over, errHelp
 		}
-		return cfg, "", nil, usagef("%v", err)
+		return cfg, "", over, usagef("%v", err)
 	}
 	if fs.NArg() > 0 {
-		return cfg, "", nil, usagef("unexpected argument %q", fs.Arg(0))
+		return cfg, "", over, usagef("unexpected argument %q", fs.Arg(0))
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	override = func(c *watch.Config) {
-		str := func(name, v string, dst *string) {
-			if set[name] {
-				*dst = v
-			}
+	over.Set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "config" {
+			over.Set[strings.ReplaceAll(f.Name, "-", "_")] = true
 		}
-		dur := func(name string, v time.Duration, dst *watch.Duration) {
-			if set[name] {
-				*dst = watch.Duration(v)
-			}
-		}
-		str("n3", n3, &c.N3)
-		str("n6", n6, &c.N6)
-		str("link-rate", link, &c.LinkRate)
-		str("n6-link-rate", n6link, &c.N6LinkRate)
-		str("mark-mode", markMode, &c.MarkMode)
-		str("classifier", cls, &c.Classifier)
-		str("metrics-addr", metrics, &c.MetricsAddr)
-		str("lock-dir", lockDir, &c.LockDir)
-		str("log-level", level, &c.LogLevel)
-		str("events-buffer", evbuf, &c.EventsBuffer)
-		dur("poll", poll, &c.Poll)
-		dur("resync", resync, &c.Resync)
-		dur("retry", retry, &c.Retry)
-		if set["cleanup-on-exit"] {
-			c.CleanupOnExit = cleanup
-		}
-		if set["force"] {
-			c.Force = force
-		}
-	}
-	cfg, err = loadWatchConfig(path, override)
-	return cfg, path, override, err
+	})
+	cfg, err = watch.Load(path, over)
+	return cfg, path, over, err
 }
 
 // errHelp says -h was given and the help printed.
 var errHelp = errors.New("help requested")
 
-func loadWatchConfig(path string, override func(*watch.Config)) (watch.Config, error) {
-	cfg := watch.DefaultConfig()
-	if path != "" {
-		var err error
-		if cfg, err = watch.LoadConfig(path); err != nil {
-			return cfg, err
-		}
-	}
-	override(&cfg)
-	return cfg, nil
-}
-
 func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
-	cfg, path, override, err := watchFlags(args, stdout)
+	cfg, path, over, err := watchFlags(args, stdout)
 	if errors.Is(err, errHelp) {
 		return nil
 	}
@@ -172,7 +130,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				reload(log, path, override, d)
+				reload(log, path, over, d)
 			}
 		}
 	}()
@@ -188,12 +146,12 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // reload re-reads the config file (SIGHUP) and hands it to the daemon.
-func reload(log *logrus.Logger, path string, override func(*watch.Config), d *watch.Daemon) {
+func reload(log *logrus.Logger, path string, over watch.Override, d *watch.Daemon) {
 	if path == "" {
 		log.Warn("SIGHUP: no --config file to reload")
 		return
 	}
-	cfg, err := loadWatchConfig(path, override)
+	cfg, err := watch.Load(path, over)
 	var note string
 	if err == nil {
 		note, err = d.Reload(cfg)

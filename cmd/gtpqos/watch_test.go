@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/free5gc/gtpqos/watch"
 )
 
 func TestWatchFailsFastWithoutGTP5G(t *testing.T) {
@@ -53,5 +57,28 @@ func TestWatchHelpListsFlags(t *testing.T) {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("watch -h does not list %s", f)
 		}
+	}
+}
+
+// Every flag lands on its config field and wins over the file; what no
+// flag gives keeps the file's value.
+func TestWatchFlagsOverConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "watch.yaml")
+	if err := os.WriteFile(path, []byte("n3: eth1\nlink_rate: 10mbit\ncleanup_on_exit: true\nforce: true\nresync: 1m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, gotPath, _, err := watchFlags([]string{"--config", path, "--n6", "eth2", "--link-rate", "20mbit", "--n6-link-rate", "5mbit",
+		"--poll", "3s", "--retry", "7s", "--mark-mode", "qfi", "--classifier", "fw", "--metrics-addr", "off",
+		"--cleanup-on-exit=false", "--lock-dir", "/tmp/l", "--events-buffer", "1m", "--log-level", "debug"}, io.Discard)
+	if err != nil || gotPath != path {
+		t.Fatalf("watchFlags: path %q, err %v", gotPath, err)
+	}
+	want := watch.DefaultConfig()
+	want.N3, want.N6, want.LinkRate, want.N6LinkRate = "eth1", "eth2", "20mbit", "5mbit"
+	want.Poll, want.Retry, want.Resync = watch.Duration(3*time.Second), watch.Duration(7*time.Second), watch.Duration(time.Minute)
+	want.MarkMode, want.Classifier, want.MetricsAddr, want.LockDir = "qfi", "fw", "off", "/tmp/l"
+	want.CleanupOnExit, want.Force, want.EventsBuffer, want.LogLevel = false, true, "1m", "debug"
+	if cfg != want {
+		t.Fatalf("config\n%+v\nwant\n%+v", cfg, want)
 	}
 }
