@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/internal/yamlerr"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/devlock"
@@ -170,4 +171,26 @@ func (c Config) policy(link uint64) (shaper.Policy, error) {
 		return pol, fmt.Errorf("policy: %w", err)
 	}
 	return pol, nil
+}
+
+// Check checks what it can of the config without gtp5g or the devices,
+// so that a config given wrongly is refused before anything starts: the
+// required devices and rates, the policy and the mark mode. Its errors
+// name the command-line flags; the file's keys are named after them.
+func (c Config) Check() error {
+	if c.N3 == "" {
+		return errors.New("--n3 is required (the N3 device, e.g. --n3 eth1)")
+	}
+	if c.LinkRate == "" {
+		return errors.New("--link-rate is required (the N3 bottleneck, e.g. --link-rate 30mbit)")
+	}
+	if _, _, err := c.Policies(); err != nil {
+		return err
+	}
+	if c.MarkMode != "keep" {
+		if _, err := gtpnl.ParseMarkMode(c.MarkMode); err != nil {
+			return fmt.Errorf("--mark-mode: %v (or keep)", err)
+		}
+	}
+	return nil
 }

@@ -270,3 +270,30 @@ func TestConfigEventsBuffer(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigCheck(t *testing.T) {
+	good := DefaultConfig()
+	good.N3, good.LinkRate = "eth1", "30mbit"
+	if err := good.Check(); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+	keep := good
+	keep.MarkMode = "keep"
+	if err := keep.Check(); err != nil {
+		t.Fatalf("mark mode keep: %v", err)
+	}
+	for want, change := range map[string]func(*Config){
+		"--n3 is required":        func(c *Config) { c.N3 = "" },
+		"--link-rate is required": func(c *Config) { c.LinkRate = "" },
+		"link rate":               func(c *Config) { c.LinkRate = "fast" },
+		"n6 link rate":            func(c *Config) { c.N6LinkRate = "slow" },
+		"--mark-mode":             func(c *Config) { c.MarkMode = "sometimes" },
+		"policy":                  func(c *Config) { c.Policy.Mode = "clever" },
+	} {
+		c := good
+		change(&c)
+		if err := c.Check(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v", want, err)
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/watch"
 )
@@ -84,19 +83,8 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cfg.N3 == "" {
-		return usagef("--n3 is required (the N3 device, e.g. --n3 eth1)")
-	}
-	if cfg.LinkRate == "" {
-		return usagef("--link-rate is required (the N3 bottleneck, e.g. --link-rate 30mbit)")
-	}
-	if _, _, err := cfg.Policies(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return usagef("%v", err)
-	}
-	if cfg.MarkMode != "keep" {
-		if _, err := gtpnl.ParseMarkMode(cfg.MarkMode); err != nil {
-			return usagef("--mark-mode: %v (or keep)", err)
-		}
 	}
 	log := logrus.New()
 	log.SetOutput(os.Stderr)
