@@ -9,5 +9,10 @@
 // and writes a terminal table (beside the seed experiment's numbers),
 // results.json, results.csv, timeseries.csv and SVG figures.
 //
+// Spec carries a caller's settings (gtpqos ab's flags) and turns them into
+// the runner's Options or a sweep's; OpenTarget and OpenSweepTarget build
+// the lab or device target and its clean-up, reporting through Hooks
+// rather than logging.
+//
 // It may import the model, shaper/backends, kmod and package lab.
 package ab
