@@ -90,17 +90,29 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 type chunkRecorder struct {
 	bindChecker
 	sizes    []int
+	deltas   int // syncs made as deltas, without reading the kernel back
 	cancelAt int
 	cancel   context.CancelFunc
 }
 
 func (c *chunkRecorder) Sync(ctx context.Context, env classify.Env, table classify.Table) (classify.Result, error) {
 	res, err := c.bindChecker.Sync(ctx, env, table)
+	c.record(table)
+	return res, err
+}
+
+func (c *chunkRecorder) SyncDelta(ctx context.Context, env classify.Env, from, to classify.Table) (classify.Result, error) {
+	res, err := c.bindChecker.SyncDelta(ctx, env, from, to)
+	c.deltas++
+	c.record(to)
+	return res, err
+}
+
+func (c *chunkRecorder) record(table classify.Table) {
 	c.sizes = append(c.sizes, len(table.Entries))
 	if len(c.sizes) == c.cancelAt {
 		c.cancel()
 	}
-	return res, err
 }
 
 // A build binds its flow classes in chunks as it creates them, not all at
@@ -122,6 +134,11 @@ func TestIntegrationBuildBindsInChunks(t *testing.T) {
 		if len(cr.early) > 0 {
 			t.Errorf("bound classes before creating them: %v", cr.early)
 		}
+		// After the first, a build's syncs trust what it wrote.
+		if cr.deltas != len(cr.sizes)-1 {
+			t.Errorf("%d of %d syncs were deltas; want all but the first", cr.deltas, len(cr.sizes))
+		}
+		l.matches(t, l.rec(), mustPlan(t, flows, pol, nil))
 	})
 	t.Run("killed after three chunks", func(t *testing.T) {
 		l := newLab(t)

@@ -25,8 +25,10 @@ type run struct {
 	res     *Result
 	// want indexes desired's classes by minor (index+1; 0 = not desired).
 	want []int32
-	// bound is the table the classifier holds (incremental runs only).
-	bound classify.Table
+	// bound is the table the classifier holds: remembered (incremental
+	// runs), or set by this run's first sync (synced).
+	bound  classify.Table
+	synced bool
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, error) {
@@ -135,13 +137,16 @@ func (u *run) steps() error {
 	return u.deleteClasses(stale)
 }
 
-// syncClassifier moves the classifier's entries to table: in an
-// incremental run from what the remembered state says it holds, without
-// reading it back, where the classifier can.
+// syncClassifier moves the classifier's entries to table: from what the
+// classifier is known to hold, without reading it back, where the
+// classifier can and it is known — remembered (incremental runs) or made
+// true by this run's first sync (a long build syncs once per chunk of
+// classes, and reading 65k entries back each time would cost more than
+// writing them).
 func (u *run) syncClassifier(table classify.Table) error {
 	var cr classify.Result
 	var err error
-	if ds, ok := u.cls.(classify.DeltaSyncer); ok && u.res.Incremental {
+	if ds, ok := u.cls.(classify.DeltaSyncer); ok && (u.res.Incremental || u.synced) {
 		cr, err = ds.SyncDelta(u.ctx, u.env, u.bound, table)
 	} else {
 		cr, err = u.cls.Sync(u.ctx, u.env, table)
@@ -151,7 +156,7 @@ func (u *run) syncClassifier(table classify.Table) error {
 	if err != nil {
 		return fmt.Errorf("dev %s: classifier %s: %w", u.r.dev, u.cls.Kind(), err)
 	}
-	u.bound = table
+	u.bound, u.synced = table, true
 	return nil
 }
 
