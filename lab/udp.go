@@ -187,6 +187,7 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			}
 			at = ts
 		}
+		at = onMonotonic(at)
 		s := int(at.Sub(start) / time.Second)
 		if at.Before(start) || s >= len(iv) {
 			continue
@@ -198,6 +199,16 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			next = seq + 1
 		}
 	}
+}
+
+// onMonotonic moves a wall-clock time taken moments ago (a kernel receive
+// time, read back from a packet or a control message) onto the monotonic
+// clock, measuring only the moments since it on the wall clock. Compared
+// with a run's start as it is, a step of the wall clock during the run
+// (NTP) would put every packet after it outside the run's seconds.
+func onMonotonic(at time.Time) time.Time {
+	now := time.Now()
+	return now.Add(at.Sub(now.Round(0)))
 }
 
 // rxTimestamp extracts SCM_TIMESTAMPNS from a control message buffer.
