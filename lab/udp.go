@@ -176,18 +176,7 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			continue // not ours, or from an earlier run
 		}
 		got++
-		var at time.Time
-		if ns := binary.BigEndian.Uint64(buf[8:]); ns != 0 {
-			at = time.Unix(0, int64(ns)) // the gNB's N3 receive time
-		}
-		if at.IsZero() {
-			ts, ok := rxTimestamp(oob[:oobn])
-			if !ok {
-				ts = time.Now()
-			}
-			at = ts
-		}
-		at = onMonotonic(at)
+		at := receivedAt(buf, oob[:oobn], start, len(iv))
 		s := int(at.Sub(start) / time.Second)
 		if at.Before(start) || s >= len(iv) {
 			continue
@@ -199,6 +188,30 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			next = seq + 1
 		}
 	}
+}
+
+// receivedAt is when a packet left N3: the gNB's kernel receive time
+// written into payload bytes 8..15, else the kernel receive time here
+// (SO_TIMESTAMPNS), else now, each moved onto the monotonic clock. A time
+// that cannot belong to the run (a second before its start or after its
+// end, as a step of the wall clock or a bogus kernel stamp would give) is
+// passed over for the next, so one bad clock reading cannot move a whole
+// run's packets out of its seconds.
+func receivedAt(payload, oob []byte, start time.Time, seconds int) time.Time {
+	inRun := func(t time.Time) bool {
+		return !t.IsZero() && !t.Before(start.Add(-time.Second)) && t.Before(start.Add(time.Duration(seconds+1)*time.Second))
+	}
+	if ns := binary.BigEndian.Uint64(payload[8:]); ns != 0 {
+		if at := onMonotonic(time.Unix(0, int64(ns))); inRun(at) {
+			return at
+		}
+	}
+	if ts, ok := rxTimestamp(oob); ok {
+		if at := onMonotonic(ts); inRun(at) {
+			return at
+		}
+	}
+	return time.Now()
 }
 
 // onMonotonic moves a wall-clock time taken moments ago (a kernel receive
