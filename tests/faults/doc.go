@@ -9,7 +9,10 @@
 // guarantees about your tree"): every rerun converges to the canonical
 // tree of a clean run (spare classes aside, at most the pool's), no
 // sampled moment shows the root without its default class or a packet in
-// HTB's unshaped direct queue, and two writers never both write.
+// HTB's unshaped direct queue (during a build from empty: none once the
+// root has its default class; the microseconds between the two, which no
+// build order avoids, are counted and logged), and two writers never both
+// write.
 //
 // Every loop is bounded by a count, not a duration. The tests need root
 // (network namespaces) and the go command (they build the binary); they
