@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
@@ -20,7 +21,7 @@ import (
 // policy it plans with.
 func (l *htbLab) stockBackend(t testing.TB) (*htb.Backend, shaper.Policy, *backends.Shared, *netlink.Handle) {
 	t.Helper()
-	h, err := netlink.NewHandleAt(l.ns.Handle)
+	h, err := netlink.NewHandleAt(l.ns.Handle, unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatalf("netlink handle: %v", err)
 	}

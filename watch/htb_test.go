@@ -43,7 +43,7 @@ func newHTBLab(t testing.TB, link uint64) *htbLab {
 	// A static neighbour: pings to .3 leave dev (through the tree) and die
 	// at the peer, so counters grow without a second namespace.
 	ns.Run(t, "ip", "neigh", "add", "10.77.0.3", "lladdr", "02:00:00:00:00:03", "dev", dev)
-	h, err := netlink.NewHandleAt(ns.Handle)
+	h, err := netlink.NewHandleAt(ns.Handle, unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatalf("netlink handle in %s: %v", ns.Name, err)
 	}

@@ -54,7 +54,7 @@ func newLab(t testing.TB) *lab {
 	// A neighbour that does not exist: packets leave dev and are dropped
 	// by the peer (wrong MAC), so no receiver is needed.
 	ns.Run(t, "ip", "neigh", "add", "10.77.0.9", "lladdr", "02:00:00:00:00:09", "dev", l.dev)
-	h, err := netlink.NewHandleAt(ns.Handle)
+	h, err := netlink.NewHandleAt(ns.Handle, unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatalf("netlink handle in %s: %v", ns.Name, err)
 	}

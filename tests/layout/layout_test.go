@@ -63,6 +63,13 @@ const maxFuncLines = 80
 // the tests/ tree left out) and calls f with its path from the top.
 func eachProductFile(t *testing.T, f func(rel string, fset *token.FileSet, file *ast.File)) {
 	t.Helper()
+	eachGoFile(t, false, f)
+}
+
+// eachGoFile parses every Go file of the module but generated ones; with
+// tests, test files and the tests/ tree too.
+func eachGoFile(t *testing.T, tests bool, f func(rel string, fset *token.FileSet, file *ast.File)) {
+	t.Helper()
 	top := root(t)
 	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -70,12 +77,12 @@ func eachProductFile(t *testing.T, f func(rel string, fset *token.FileSet, file 
 		}
 		rel, _ := filepath.Rel(top, path)
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") || rel == "tests" {
+			if strings.HasPrefix(d.Name(), ".") || (rel == "tests" && !tests) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || generated(path) {
+		if !strings.HasSuffix(path, ".go") || (strings.HasSuffix(path, "_test.go") && !tests) || generated(path) {
 			return nil
 		}
 		fset := token.NewFileSet()
@@ -159,12 +166,13 @@ func TestNoIssueNumbers(t *testing.T) {
 	}
 }
 
-// TestRouteNetlinkOnly fails where product code opens a netlink handle
-// without naming its families: netlink.NewHandle() and NewHandleAt(ns)
-// also open xfrm and netfilter sockets, which fail where those modules
-// cannot load (minimal VMs, containers); gtpqos needs route netlink only.
+// TestRouteNetlinkOnly fails where code opens a netlink handle without
+// naming its families: netlink.NewHandle() and NewHandleAt(ns) also open
+// xfrm and netfilter sockets, which fail where those modules cannot load
+// (minimal VMs, containers); gtpqos and its tests, which run in such VMs,
+// need route netlink only.
 func TestRouteNetlinkOnly(t *testing.T) {
-	eachProductFile(t, func(rel string, fset *token.FileSet, f *ast.File) {
+	eachGoFile(t, true, func(rel string, fset *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {

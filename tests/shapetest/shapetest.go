@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
@@ -113,7 +114,7 @@ func (l *StockLab) TC(tb testing.TB, args ...string) string {
 // ends.
 func HandleIn(tb testing.TB, ns *testenv.NetNS) *netlink.Handle {
 	tb.Helper()
-	h, err := netlink.NewHandleAt(ns.Handle)
+	h, err := netlink.NewHandleAt(ns.Handle, unix.NETLINK_ROUTE)
 	if err != nil {
 		tb.Fatalf("netlink handle in netns %s: %v", ns.Name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
@@ -177,7 +178,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 	if tree == nil {
 		t.Fatalf("plan: %v", probs)
 	}
-	h, err := netlink.NewHandle()
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func newMarkCounters(t *testing.T, dev string, marks []uint32) *markCounters {
 // 0xFFFFFFFF a class counts packets whose whole skb->mark is its mark.
 func newMarkCountersMask(t *testing.T, dev string, marks []uint32, mask uint32) *markCounters {
 	t.Helper()
-	h, err := netlink.NewHandle()
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatalf("netlink handle: %v", err)
 	}

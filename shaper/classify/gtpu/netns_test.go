@@ -317,7 +317,7 @@ func TestUplinkMarksSurviveForwarding(t *testing.T) {
 // HTB root.
 func classifierEnv(t *testing.T, ns *testenv.NetNS, dev string) (*netlink.Handle, classify.Env) {
 	t.Helper()
-	h, err := netlink.NewHandleAt(ns.Handle)
+	h, err := netlink.NewHandleAt(ns.Handle, unix.NETLINK_ROUTE)
 	if err != nil {
 		t.Fatal(err)
 	}
