@@ -46,15 +46,10 @@ func (b *chunkBinder) due(r shaper.Role) bool {
 }
 
 // bindExisting binds every desired flow class that exists now (created by
-// this run or there before it and not moved): the table recreateMoved
-// syncs, taken again as the build goes on.
+// this run, or there before it and not moved).
 func (u *run) bindExisting() error {
-	keep := *u.desired
-	keep.Classes = make([]Class, 0, len(u.desired.Classes))
-	for _, c := range u.desired.Classes {
-		if _, exists := u.st.classes[c.Minor]; exists {
-			keep.Classes = append(keep.Classes, c)
-		}
-	}
-	return u.syncClassifier(keep.Table())
+	return u.syncClassifier(u.desired.tableOf(func(m uint16) bool {
+		_, exists := u.st.classes[m]
+		return exists
+	}))
 }

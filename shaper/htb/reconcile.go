@@ -198,14 +198,11 @@ func (u *run) recreateMoved() error {
 	// table binds only classes that exist and stay: a new flow's class
 	// does not exist yet, and binding it now would send its packets to the
 	// default class until step 3 creates it (the final sync binds it).
-	keep := *u.desired
-	keep.Classes = make([]Class, 0, len(u.desired.Classes))
-	for _, c := range u.desired.Classes {
-		if _, exists := actual[c.Minor]; exists && !moved[c.Minor] {
-			keep.Classes = append(keep.Classes, c)
-		}
-	}
-	if err := u.syncClassifier(keep.Table()); err != nil {
+	stay := u.desired.tableOf(func(m uint16) bool {
+		_, exists := actual[m]
+		return exists && !moved[m]
+	})
+	if err := u.syncClassifier(stay); err != nil {
 		return err
 	}
 	return u.deleteClasses(moved)

@@ -171,10 +171,14 @@ func (t *Tree) sortClasses() {
 
 // Table returns the classification table of the tree's flow classes, in
 // minor order, and its default class.
-func (t *Tree) Table() classify.Table {
+func (t *Tree) Table() classify.Table { return t.tableOf(nil) }
+
+// tableOf is Table for the flow classes whose minor keep accepts (nil:
+// all of them).
+func (t *Tree) tableOf(keep func(minor uint16) bool) classify.Table {
 	tb := classify.Table{Default: t.ClassID(t.DefaultMinor), Entries: make([]classify.Entry, 0, len(t.Classes))}
 	for _, c := range t.Classes {
-		if c.Role == shaper.RoleFlow {
+		if c.Role == shaper.RoleFlow && (keep == nil || keep(c.Minor)) {
 			tb.Entries = append(tb.Entries, classify.Entry{ClassID: t.ClassID(c.Minor), Flow: c.Flow, Mark: c.Mark, TEID: c.TEID, QFI: c.QFI})
 		}
 	}
