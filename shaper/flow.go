@@ -99,3 +99,13 @@ func FilterDirection(flows []Flow, d Direction) []Flow {
 	}
 	return out
 }
+
+// GroupBySession indexes flows by their session (SEID), each session's in
+// the order given; the slices are new.
+func GroupBySession(flows []Flow) map[uint64][]Flow {
+	m := make(map[uint64][]Flow)
+	for _, f := range flows {
+		m[f.ID.SEID] = append(m[f.ID.SEID], f)
+	}
+	return m
+}

@@ -444,7 +444,7 @@ func (e *Engine) snapshot(ctx context.Context, reason string, changed map[uint64
 		e.degrade("source", err)
 		return err
 	}
-	next := groupBySession(flows)
+	next := shaper.GroupBySession(flows)
 	for seid, fl := range next {
 		if !sameFlows(e.flows[seid], fl) {
 			changed[seid] = true
@@ -560,15 +560,6 @@ func (e *Engine) recover(stage string) {
 		delete(e.degraded, stage)
 		e.obs.Recovered(stage)
 	}
-}
-
-// groupBySession indexes flows by SEID.
-func groupBySession(flows []shaper.Flow) map[uint64][]shaper.Flow {
-	m := make(map[uint64][]shaper.Flow)
-	for _, f := range flows {
-		m[f.ID.SEID] = append(m[f.ID.SEID], f)
-	}
-	return m
 }
 
 func problemKey(ps []shaper.Problem) string {

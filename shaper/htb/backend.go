@@ -202,7 +202,7 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	b.plan, b.pol = nil, pol
 	// The warnings go into the kept plan too: an Update reports them for
 	// the flows it leaves alone and checks the ones it places.
-	if st, err := newPlanState(tree, groupBySession(flows), planPol, rep.Problems); err == nil {
+	if st, err := newPlanState(tree, shaper.GroupBySession(flows), planPol, rep.Problems); err == nil {
 		st.keys = keys
 		b.plan = st
 		b.requestSpares()
@@ -330,13 +330,4 @@ func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 		what = fmt.Sprintf(", classifier %s", t.Classifier)
 	}
 	return append(lines, fmt.Sprintf("dev %s: removed the gtpqos tree (%d classes%s)", b.dev, len(t.Classes), what)), nil
-}
-
-// groupBySession indexes flows by SEID.
-func groupBySession(flows []shaper.Flow) map[uint64][]shaper.Flow {
-	m := make(map[uint64][]shaper.Flow)
-	for _, f := range flows {
-		m[f.ID.SEID] = append(m[f.ID.SEID], f)
-	}
-	return m
 }
