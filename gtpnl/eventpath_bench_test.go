@@ -73,7 +73,10 @@ func epCases(b *testing.B) []epCase {
 // session table); add-p50/p99-ms the time from a new session's first event
 // (FAR, QER and PDR added) to its class written; remove-p50/p99-ms the same
 // for its deletion; dumps/event the dumps made while adding and removing
-// (0: events alone). Every call builds its case (ns/op counts the build
+// (0: events alone); then, for a periodic resync and a full one (lost
+// events), its time and the resident set's peak while it ran (the fake
+// answers dumps part by part, as the kernel does, so little of that peak
+// is the fake's). Every call builds its case (ns/op counts the build
 // too); -benchtime 1x makes one call per case.
 //
 //	go test -run '^$' -bench EventToClass -benchtime 1x ./gtpnl/
@@ -88,6 +91,8 @@ func BenchmarkEventToClass(b *testing.B) {
 			for range b.N {
 				lab.rounds(b)
 			}
+			lab.resync(b, "periodic", func() { lab.eng.RequestDeviceResync("periodic") })
+			lab.resync(b, "full", func() { lab.eng.RequestResync("lost events") })
 			b.ReportMetric(lab.build.Seconds(), "build-s")
 			b.ReportMetric(lab.heapMB, "heap-MB")
 			b.ReportMetric(lab.rssMB, "rss-MB")
@@ -99,6 +104,7 @@ func BenchmarkEventToClass(b *testing.B) {
 type epLab struct {
 	c       epCase
 	k       gtpnl.FakeKernel
+	eng     *watch.Engine
 	obs     *epObserver
 	metrics *watch.Metrics
 	cancel  context.CancelFunc
@@ -108,6 +114,45 @@ type epLab struct {
 	// What the start cost.
 	build         time.Duration
 	heapMB, rssMB float64
+}
+
+// resync times one resync of the running daemon and the resident set's
+// peak while it runs (the peak before it is forgotten first, so this is
+// the high-water mark an operator sees in steady state): "periodic" is
+// what the daemon does every --resync interval (every device read back, a
+// full plan of its flows, a reconcile), "full" what lost events, a
+// reconnect or a reload make it do (the same after a dump of every rule
+// and the QoS view of every session).
+func (l *epLab) resync(b *testing.B, name string, request func()) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Fatalf("reset the resident set's peak: %v", err)
+	}
+	select {
+	case <-l.obs.resyncs: // an earlier one's
+	default:
+	}
+	t0 := time.Now()
+	request()
+	<-l.obs.resyncs
+	l.obs.wait(b, 30*time.Minute, "the resync's apply", func(r shaper.Report) bool { return r.Flows == l.c.flows })
+	b.ReportMetric(time.Since(t0).Seconds(), name+"-resync-s")
+	b.ReportMetric(procStatusMB(b, "VmHWM:"), name+"-resync-peak-rss-MB")
+}
+
+// procStatusMB reads one of /proc/self/status's kB fields, in MB.
+func procStatusMB(b *testing.B, field string) float64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatalf("read /proc/self/status: %v", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == field {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/self/status", field)
+	return 0
 }
 
 // newEPLab starts the engine on c.flows sessions and waits for their
@@ -135,7 +180,7 @@ func newEPLab(b *testing.B, c epCase) *epLab {
 		View: func(q []gtpnl.QER, p []gtpnl.PDR, f []gtpnl.FAR) ([]shaper.Flow, []qosview.Problem) {
 			return qosview.Build(q, p, f, qosview.Options{MarkMode: gtpnl.MarkFlow})
 		}}
-	eng, err := watch.New(watch.Options{Source: src, Downlink: be, DownlinkPolicy: pol,
+	l.eng, err = watch.New(watch.Options{Source: src, Downlink: be, DownlinkPolicy: pol,
 		Resync: time.Hour, Observer: l.obs, Metrics: l.metrics})
 	if err != nil {
 		b.Fatalf("engine: %v", err)
@@ -143,7 +188,7 @@ func newEPLab(b *testing.B, c epCase) *epLab {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel, l.done = cancel, make(chan error, 1)
 	start := time.Now()
-	go func() { l.done <- eng.Run(ctx) }()
+	go func() { l.done <- l.eng.Run(ctx) }()
 	l.obs.wait(b, 30*time.Minute, "the start's classes", func(r shaper.Report) bool { return r.Flows == c.flows })
 	l.build = time.Since(start)
 	b.Logf("%s: %d flows installed from empty in %v", c, c.flows, l.build.Round(time.Millisecond))
@@ -219,16 +264,7 @@ func (l *epLab) reportMemory(b *testing.B) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	l.heapMB = float64(ms.HeapInuse) / (1 << 20)
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		b.Fatalf("read /proc/self/status: %v", err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			l.rssMB = kb / 1024
-		}
-	}
+	l.rssMB = procStatusMB(b, "VmRSS:")
 }
 
 func (l *epLab) close() {
@@ -243,20 +279,26 @@ func (l *epLab) close() {
 // pool's background build.
 type epObserver struct {
 	reports chan shaper.Report
+	resyncs chan struct{}
 	failed  chan string
 	mu      sync.Mutex
 	spares  int
 }
 
 func newEPObserver() *epObserver {
-	return &epObserver{reports: make(chan shaper.Report, 4096), failed: make(chan string, 16)}
+	return &epObserver{reports: make(chan shaper.Report, 4096), resyncs: make(chan struct{}, 1), failed: make(chan string, 16)}
 }
 
 func (o *epObserver) Applied(_ string, rep shaper.Report, _ time.Duration) { o.reports <- rep }
 func (o *epObserver) Problems(string, []shaper.Problem)                    {}
-func (o *epObserver) Resync(string)                                        {}
-func (o *epObserver) Recovered(string)                                     {}
-func (o *epObserver) Note(string)                                          {}
+func (o *epObserver) Resync(string) {
+	select {
+	case o.resyncs <- struct{}{}:
+	default: // the benchmark waits for one at a time
+	}
+}
+func (o *epObserver) Recovered(string) {}
+func (o *epObserver) Note(string)      {}
 
 func (o *epObserver) Degraded(stage string, err error) {
 	o.fail(fmt.Sprintf("%s failing: %v", stage, err))

@@ -146,52 +146,90 @@ func (k *fakeKernel) client() (*Client, error) {
 	return &Client{c: c}, nil
 }
 
-// serve answers one request with the messages the kernel would send back.
-func (k *fakeKernel) serve(req netlink.Message) []netlink.Message {
+// fakeDumpPart is how many sessions one read of a rule dump carries: the
+// kernel fills one skb per read, and a fake that built a whole dump up
+// front would hold tens of megabytes at 65k sessions that the benchmark
+// would count as the daemon's.
+const fakeDumpPart = 64
+
+// serve answers one request with the messages the kernel would send back;
+// a dump of rules comes in parts instead, made as they are read (more,
+// which returns the next part and whether it is the last).
+func (k *fakeKernel) serve(req netlink.Message) (out []netlink.Message, more func() ([]netlink.Message, bool)) {
 	var greq genetlink.Message
 	if err := greq.UnmarshalBinary(req.Data); err != nil {
 		k.tb.Errorf("request does not decode: %v", err)
-		return errorReply(req, unix.EINVAL)
+		return errorReply(req, unix.EINVAL), nil
+	}
+	if t := req.Header.Type; req.Header.Flags&netlink.Dump != 0 && (t == testFamilyID || t == testQoSFamilyID) {
+		return k.dumpParts(req, greq.Header.Command)
 	}
 	fn := serveFamilies(patchedFamilies, func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
-		return k.dump(nreq.Header.Type, greq.Header.Command)
+		return nil, errFakeUnsupported
 	})
 	gmsgs, err := fn(greq, req)
 	switch {
 	case errors.Is(err, errFakeUnsupported):
 		k.tb.Errorf("the fake gtp5g does not serve family %#x command %d", uint16(req.Header.Type), greq.Header.Command)
-		return errorReply(req, unix.EOPNOTSUPP)
+		return errorReply(req, unix.EOPNOTSUPP), nil
 	case err != nil: // a family the fake does not have
-		return errorReply(req, unix.ENOENT)
+		return errorReply(req, unix.ENOENT), nil
 	}
-	return replies(req, gmsgs)
+	return replies(req, gmsgs), nil
 }
 
 var errFakeUnsupported = errors.New("not served by the fake gtp5g")
 
-// dump answers a GET dump of gtp5g or gtp5g_qos from the sessions.
-func (k *fakeKernel) dump(family netlink.HeaderType, cmd uint8) ([]genetlink.Message, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	out := make([]genetlink.Message, 0, len(k.sessions))
-	for seid, s := range k.sessions {
-		far, qer, pdr := s.rules(seid)
-		switch {
-		case family == testFamilyID && cmd == cmdGetFAR:
-			out = append(out, reply(cmd, far.attrs(k.tb)))
-		case family == testFamilyID && cmd == cmdGetQER:
-			out = append(out, reply(cmd, qer.attrs(k.tb)))
-		case family == testFamilyID && cmd == cmdGetPDR:
-			out = append(out, reply(cmd, pdr.attrs(k.tb)))
-		case family == testQoSFamilyID && cmd == qosCmdGetQER:
-			out = append(out, reply(cmd, qerRecord(k.tb, fakeLink, seid, qer.id, s.mark)))
-		case family == testQoSFamilyID && cmd == qosCmdGetPDR:
-			out = append(out, reply(cmd, pdrRecord(k.tb, fakeLink, seid, pdr.id, qer.qfi, s.mark)))
-		default:
-			return nil, errFakeUnsupported
-		}
+// dumpParts answers a GET dump of gtp5g or gtp5g_qos from the sessions as
+// they are when it starts, fakeDumpPart sessions per read.
+func (k *fakeKernel) dumpParts(req netlink.Message, cmd uint8) ([]netlink.Message, func() ([]netlink.Message, bool)) {
+	family := req.Header.Type
+	if _, err := k.record(family, cmd, 1, fakeSession{}); err != nil {
+		k.tb.Errorf("the fake gtp5g does not serve family %#x command %d", uint16(family), cmd)
+		return errorReply(req, unix.EOPNOTSUPP), nil
 	}
-	return out, nil
+	type entry struct {
+		seid uint64
+		s    fakeSession
+	}
+	k.mu.Lock()
+	list := make([]entry, 0, len(k.sessions))
+	for seid, s := range k.sessions {
+		list = append(list, entry{seid, s})
+	}
+	k.mu.Unlock()
+	return nil, func() ([]netlink.Message, bool) {
+		n := min(fakeDumpPart, len(list))
+		gmsgs := make([]genetlink.Message, 0, n)
+		for _, e := range list[:n] {
+			m, _ := k.record(family, cmd, e.seid, e.s)
+			gmsgs = append(gmsgs, m)
+		}
+		list = list[n:]
+		out := replies(req, gmsgs)
+		if len(list) > 0 {
+			out = out[:len(out)-1] // NLMSG_DONE ends the last part only
+		}
+		return out, len(list) == 0
+	}
+}
+
+// record is one session's rule of the kind a dump command asks for.
+func (k *fakeKernel) record(family netlink.HeaderType, cmd uint8, seid uint64, s fakeSession) (genetlink.Message, error) {
+	far, qer, pdr := s.rules(seid)
+	switch {
+	case family == testFamilyID && cmd == cmdGetFAR:
+		return reply(cmd, far.attrs(k.tb)), nil
+	case family == testFamilyID && cmd == cmdGetQER:
+		return reply(cmd, qer.attrs(k.tb)), nil
+	case family == testFamilyID && cmd == cmdGetPDR:
+		return reply(cmd, pdr.attrs(k.tb)), nil
+	case family == testQoSFamilyID && cmd == qosCmdGetQER:
+		return reply(cmd, qerRecord(k.tb, fakeLink, seid, qer.id, s.mark)), nil
+	case family == testQoSFamilyID && cmd == qosCmdGetPDR:
+		return reply(cmd, pdrRecord(k.tb, fakeLink, seid, pdr.id, qer.qfi, s.mark)), nil
+	}
+	return genetlink.Message{}, errFakeUnsupported
 }
 
 // replies wraps gmsgs as the kernel's answer to req: a dump's parts carry
@@ -225,17 +263,18 @@ func errorReply(req netlink.Message, errno unix.Errno) []netlink.Message {
 type fakeSocket struct {
 	k      *fakeKernel
 	mu     sync.Mutex
-	queue  []netlink.Message // replies to requests, read before events
-	lost   bool              // events were dropped: the next read fails
+	queue  []netlink.Message                // replies to requests, read before events
+	more   func() ([]netlink.Message, bool) // a dump's next part
+	lost   bool                             // events were dropped: the next read fails
 	events chan netlink.Message
 	closed chan struct{}
 	once   sync.Once
 }
 
 func (s *fakeSocket) Send(m netlink.Message) error {
-	out := s.k.serve(m)
+	out, more := s.k.serve(m)
 	s.mu.Lock()
-	s.queue = append(s.queue, out...)
+	s.queue, s.more = append(s.queue, out...), more
 	s.mu.Unlock()
 	return nil
 }
@@ -257,6 +296,14 @@ func (s *fakeSocket) Receive() ([]netlink.Message, error) {
 		s.queue = nil
 		s.mu.Unlock()
 		return q, nil
+	}
+	if s.more != nil {
+		part, last := s.more()
+		if last {
+			s.more = nil
+		}
+		s.mu.Unlock()
+		return part, nil
 	}
 	lost := s.lost
 	s.lost = false

@@ -86,6 +86,11 @@ type Report struct {
 	Dev, Backend string
 	// Problems are the plan's problems (refused or adjusted flows).
 	Problems []Problem
+	// ProblemsSame says Problems are the list the device's previous Apply
+	// or Update reported, unchanged (an Update that moved no problem sets
+	// it, so a caller need not compare them per event; the slice may be
+	// that same list: do not modify it).
+	ProblemsSame bool
 	// Changes list the class writes, one per class created, changed or
 	// deleted, and one per classifier sync that changed entries.
 	Changes []Change

@@ -14,7 +14,10 @@ type Index[V any] struct {
 
 // NewIndex returns an empty index sized for n classes.
 func NewIndex[V any](n int) *Index[V] {
-	return &Index[V]{byID: make(map[FlowID]V, n), byMark: make(map[uint32]V, n), byKey: make(map[Key]V, n)}
+	// Only byID is sized: a tree holds flow ids (a plan's) or keys alone
+	// (the kernel's), and sizing all three would allocate twice the room
+	// never used.
+	return &Index[V]{byID: make(map[FlowID]V, n), byMark: map[uint32]V{}, byKey: map[Key]V{}}
 }
 
 // Add indexes v, the class of flow id (zero: unknown) bound by key k.

@@ -29,7 +29,8 @@ type Config struct {
 	N6LinkRate string `yaml:"n6_link_rate"`
 	// Poll is the dump interval without events (stock gtp5g).
 	Poll Duration `yaml:"poll"`
-	// Resync is the full-resync interval that repairs drift.
+	// Resync is the interval of the periodic resync: every device read
+	// back and given every flow (drift repair; gtp5g is not dumped).
 	Resync Duration `yaml:"resync"`
 	// Retry is the wait before retrying when gtp5g or a device is gone.
 	Retry Duration `yaml:"retry"`

@@ -162,6 +162,9 @@ func (s *GTP5GSource) Snapshot(ctx context.Context) ([]shaper.Flow, error) {
 		s.drop(c)
 		return nil, err
 	}
+	// The dump replaces the model: let the old one go before the new one
+	// is built, not after (tens of megabytes at 65k sessions).
+	s.model = nil
 	s.model = newRuleModel(qers, pdrs, fars)
 	flows, problems := s.View(qers, pdrs, fars)
 	s.viewProblems = map[uint64][]string{}

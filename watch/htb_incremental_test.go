@@ -74,3 +74,67 @@ func TestHTBEventsTrustLastWriteResyncReadsKernel(t *testing.T) {
 		t.Errorf("resync after lost events did not read the class list")
 	}
 }
+
+// TestHTBProblemsReportedWhenTheyMove: on the incremental path an update
+// that leaves every problem as it was says so (ProblemsSame), and the
+// observer hears of the problems again only when one moves, so a tree
+// where flows carry problems costs an event no walk over them.
+func TestHTBProblemsReportedWhenTheyMove(t *testing.T) {
+	l := newHTBLab(t, 1e9)
+	src := newScriptedSource()
+	src.set(1, sessionFlows(1, 0)...)
+	bad := flow(2, 1, 1, 4e6, 2e6) // MBR below GBR: refused, with a problem
+	src.set(2, bad)
+	be := l.backend(t, backends.Options{})
+	obs := &recObserver{}
+	opt := l.options(src, be)
+	opt.Resync, opt.Observer = time.Hour, obs
+	startEngine(t, opt)
+	obs.waitReport(t, l.dev, 10*time.Second, "start reported", func(r shaper.Report) bool { return len(r.Problems) > 0 })
+
+	// The first update after a full run lists the problems afresh; the
+	// ones after it find nothing moved.
+	var heard int
+	for i, seid := range []uint64{10, 11, 12} {
+		added := sessionFlows(seid, 0)
+		src.change(seid, added...)
+		rep := obs.waitReport(t, l.dev, 10*time.Second, "an unrelated session added", func(r shaper.Report) bool {
+			_, ok := r.FlowClass(added[0].ID)
+			return ok
+		})
+		if !hasProblem(rep, bad.ID, shaper.MBRBelowGBR) {
+			t.Fatalf("update %d reports %v, without the refused flow's problem", i, rep.Problems)
+		}
+		switch {
+		case i == 0:
+			heard = obs.snapshot().problems
+		case !rep.ProblemsSame:
+			t.Errorf("update %d moved no problem but does not say so", i)
+		case obs.snapshot().problems != heard:
+			t.Errorf("update %d moved no problem, yet the observer heard of them again", i)
+		}
+	}
+
+	// The refused flow fixed: its problem goes, and the observer hears.
+	fixed := flow(2, 1, 1, 2e6, 4e6)
+	src.change(2, fixed)
+	rep := obs.waitReport(t, l.dev, 10*time.Second, "the fixed flow's class", func(r shaper.Report) bool {
+		_, ok := r.FlowClass(fixed.ID)
+		return ok
+	})
+	if rep.ProblemsSame || hasProblem(rep, bad.ID, shaper.MBRBelowGBR) {
+		t.Errorf("after the fix: ProblemsSame %v, problems %v", rep.ProblemsSame, rep.Problems)
+	}
+	if obs.snapshot().problems == heard {
+		t.Errorf("the observer did not hear that the problem went")
+	}
+}
+
+func hasProblem(r shaper.Report, id shaper.FlowID, kind shaper.ProblemKind) bool {
+	for _, p := range r.Problems {
+		if p.Flow == id && p.Kind == kind {
+			return true
+		}
+	}
+	return false
+}

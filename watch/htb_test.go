@@ -481,6 +481,14 @@ func TestHTBDriftRepairedWithinResync(t *testing.T) {
 	if took := time.Since(deleted); took > resync+time.Second {
 		t.Fatalf("drift repaired after %v, want within one resync interval (%v) plus a reconcile", took, resync)
 	}
+	// While events flow, a periodic resync reads the device, not the
+	// source: its events keep the engine's flows exact.
+	src.mu.Lock()
+	dumps := src.snapshots
+	src.mu.Unlock()
+	if periodic := strings.Count(strings.Join(obs.snapshot().resyncs, ","), "periodic"); periodic == 0 || dumps != 1 {
+		t.Errorf("%d periodic resyncs made %d dumps besides the start's, want some and none", periodic, dumps-1)
+	}
 }
 
 func TestHTBDeviceGoneAndBackIsRebuilt(t *testing.T) {

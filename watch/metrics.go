@@ -60,7 +60,7 @@ func NewMetrics() *Metrics {
 			Name: "gtpqos_events_total", Help: "Change events received from gtp5g, per kind (change, resync).",
 		}, []string{"kind"}),
 		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gtpqos_resyncs_total", Help: "Full resyncs, per reason (start, periodic, lost-events, retry, reconnect, reload).",
+			Name: "gtpqos_resyncs_total", Help: "Resyncs, per reason (start, periodic, lost-events, retry, reconnect, reload); each reads the devices back, all but periodic ones dump gtp5g too.",
 		}, []string{"reason"}),
 		polls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gtpqos_polls_total", Help: "Snapshot polls (stock gtp5g, no events).",

@@ -40,7 +40,7 @@ func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string,
 	fs.StringVar(&v.LinkRate, "link-rate", "", "downlink bottleneck rate, e.g. 30mbit (required)")
 	fs.StringVar(&v.N6LinkRate, "n6-link-rate", "", "uplink bottleneck rate (default: --link-rate)")
 	fs.DurationVar((*time.Duration)(&v.Poll), "poll", time.Duration(d.Poll), "dump interval without QoS events (stock gtp5g)")
-	fs.DurationVar((*time.Duration)(&v.Resync), "resync", time.Duration(d.Resync), "full resync interval (repairs drift)")
+	fs.DurationVar((*time.Duration)(&v.Resync), "resync", time.Duration(d.Resync), "interval of the resync that reads the devices back and repairs drift")
 	fs.DurationVar((*time.Duration)(&v.Retry), "retry", time.Duration(d.Retry), "wait before retrying when gtp5g or a device is gone")
 	fs.StringVar(&v.MarkMode, "mark-mode", d.MarkMode, "gtp5g patch mark mode to set: flow, qfi or keep")
 	fs.StringVar(&v.Classifier, "classifier", d.Classifier, "classifier: auto, fw, bpf (patched gtp5g marks packets); stock gtp5g always uses gtpu (TEID+QFI)")

@@ -122,7 +122,8 @@ func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow,
 		return rep, fmt.Errorf("dev %s: %w", b.dev, shaper.ErrFullApplyNeeded)
 	}
 	d := b.plan.apply(sessions)
-	rep.Problems, rep.Flows, rep.ClassCount = b.plan.allProblems(), len(b.plan.admitted), len(b.plan.classes)
+	rep.Problems, rep.ProblemsSame = b.plan.allProblems()
+	rep.Flows, rep.ClassCount = len(b.plan.minor), len(b.plan.classes)
 	if d.empty() {
 		rep.Summary = fmt.Sprintf("dev %s: in sync", b.dev)
 		return rep, nil
@@ -162,6 +163,10 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	if b.plan != nil {
 		prev = b.plan.tree(shaper.LeafSpec{}, "")
 	}
+	// This run makes the kept plan anew (or fails, and the next run reads
+	// the device): let the old one go now rather than hold both at once,
+	// tens of megabytes at 65k flows.
+	b.plan = nil
 	if b.updated {
 		// The reconciler remembers the tree of the last Apply, not what
 		// the Updates since wrote: read the device.
@@ -193,13 +198,11 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	rep.Writes, rep.Summary = res.Writes, res.Summary()
 	rep.Notes = append(append(rep.Notes, res.Notes...), res.Classifier.Notes...)
 	if err != nil {
-		// The device may be gone or recreated: read it afresh next time.
-		b.plan = nil
-		return rep, err
+		return rep, err // the device may be gone or recreated: the next run reads it
 	}
 	rep.Changes = changes(res, tree, prev)
 	rep.Classes, rep.ClassCount = classStates(tree), len(tree.Classes)
-	b.plan, b.pol = nil, pol
+	b.pol = pol
 	// The warnings go into the kept plan too: an Update reports them for
 	// the flows it leaves alone and checks the ones it places.
 	if st, err := newPlanState(tree, shaper.GroupBySession(flows), planPol, rep.Problems); err == nil {

@@ -3,7 +3,6 @@ package htb
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/free5gc/gtpqos/shaper"
@@ -24,17 +23,18 @@ type planState struct {
 	classes map[uint16]Class
 	// input is each session's flows as last given.
 	input map[uint64][]shaper.Flow
-	// minor is each admitted flow's class; admitted the flow as admitted
-	// (a clamped GBR).
-	minor    map[shaper.FlowID]uint16
-	admitted map[shaper.FlowID]shaper.Flow
+	// minor is each admitted flow's class (admittedFlow gives the flow as
+	// admitted, from its input and its class).
+	minor map[shaper.FlowID]uint16
 	// waiting are flows refused for something that may pass later (no
 	// room for their GBR, a key another flow holds, no class id left).
 	waiting map[shaper.FlowID]shaper.Flow
 	// clamped are admitted flows whose GBR admission cut, as asked: they
 	// are admitted again whenever the plan moves, as Plan would.
 	clamped  map[shaper.FlowID]shaper.Flow
-	problems map[shaper.FlowID][]shaper.Problem
+	problems flowProblems
+	// reported is the problem list the last update returned.
+	reported problemList
 	// listedTwice are the duplicate-flow problems of each session's input.
 	listedTwice map[uint64][]shaper.Problem
 	policyPr    []shaper.Problem
@@ -83,9 +83,9 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 		return nil, fmt.Errorf("policy does not check")
 	}
 	s := &planState{pol: pol, major: t.Major, classes: make(map[uint16]Class, len(t.Classes)), input: map[uint64][]shaper.Flow{},
-		minor: map[shaper.FlowID]uint16{}, admitted: map[shaper.FlowID]shaper.Flow{}, waiting: map[shaper.FlowID]shaper.Flow{},
+		minor: map[shaper.FlowID]uint16{}, waiting: map[shaper.FlowID]shaper.Flow{},
 		clamped: map[shaper.FlowID]shaper.Flow{}, listedTwice: map[uint64][]shaper.Problem{},
-		problems: map[shaper.FlowID][]shaper.Problem{}, sessions: map[uint64]*sessionPlan{}, ledger: shaper.NewLedger(pol),
+		problems: newFlowProblems(), sessions: map[uint64]*sessionPlan{}, ledger: shaper.NewLedger(pol),
 		base: Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}}
 	for seid, fl := range input {
 		s.input[seid] = fl
@@ -112,7 +112,7 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 	return s, nil
 }
 
-// indexFlows fills the ledger, the admitted flows and the sessions' flows
+// indexFlows fills the ledger, the clamped flows and the sessions' flows
 // from the planned flow classes and the input.
 func (s *planState) indexFlows() error {
 	byID := s.inputByID()
@@ -132,7 +132,6 @@ func (s *planState) indexFlows() error {
 		if _, _, ok := s.ledger.Admit(f); !ok {
 			return fmt.Errorf("planned flow %s does not pass admission again", id)
 		}
-		s.admitted[id] = f
 		if f.GBR < asked.GBR {
 			s.clamped[id] = asked
 		}
@@ -158,13 +157,31 @@ func (s *planState) indexProblems(problems []shaper.Problem) {
 			}
 			continue
 		}
-		s.problems[p.Flow] = append(s.problems[p.Flow], p)
-		if _, in := s.admitted[p.Flow]; !in && p.Severity == shaper.Error && retryable(p.Kind) {
+		s.problems.add(p.Flow, p)
+		if _, in := s.minor[p.Flow]; !in && p.Severity == shaper.Error && retryable(p.Kind) {
 			if f, ok := byID[p.Flow]; ok {
 				s.waiting[p.Flow] = f
 			}
 		}
 	}
+}
+
+// admittedFlow returns a placed flow as admission gave it: its input with
+// the GBR its class holds (clamped or not; admission changes nothing else).
+// Deriving it, rather than keeping a third copy of every flow beside the
+// input and the class, saves a Flow and a map entry per flow.
+func (s *planState) admittedFlow(id shaper.FlowID) (shaper.Flow, bool) {
+	m, ok := s.minor[id]
+	if !ok {
+		return shaper.Flow{}, false
+	}
+	for _, f := range s.input[id.SEID] {
+		if f.ID == id { // the first listed, the one placed
+			f.GBR = s.classes[m].GBR
+			return f, true
+		}
+	}
+	return shaper.Flow{}, false
 }
 
 // inputByID indexes the input's flows by id; of a flow listed twice, the
@@ -211,28 +228,6 @@ func (s *planState) tree(leaf shaper.LeafSpec, cls shaper.ClassifierKind) *Tree 
 	}
 	slices.SortFunc(t.Classes, func(a, b Class) int { return cmp.Compare(a.Minor, b.Minor) })
 	return t
-}
-
-// allProblems returns the plan's current problems: per flow in FlowID
-// order, then the policy's, with the oversubscription warning recomputed.
-func (s *planState) allProblems() []shaper.Problem {
-	ids := make([]shaper.FlowID, 0, len(s.problems))
-	for id := range s.problems {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, shaper.CompareFlowID)
-	var out []shaper.Problem
-	for _, id := range ids {
-		out = append(out, s.problems[id]...)
-	}
-	for _, seid := range slices.Sorted(maps.Keys(s.listedTwice)) {
-		out = append(out, s.listedTwice[seid]...)
-	}
-	out = append(out, s.policyPr...)
-	if s.linkSum > s.pol.LinkRate {
-		out = append(out, oversubscribed(s.linkSum, s.pol.LinkRate))
-	}
-	return out
 }
 
 // oversubscribed is the warning that class rates add up to more than the

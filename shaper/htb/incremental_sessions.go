@@ -20,7 +20,7 @@ func (u *update) parentFor(g shaper.Flow) (parent uint16, ambr uint64, ok bool) 
 	if sp == nil {
 		m, ok := s.alloc()
 		if !ok {
-			s.problems[g.ID] = append(s.problems[g.ID], shaper.Problem{Kind: shaper.TooManyFlows, Severity: shaper.Error, Flow: g.ID,
+			s.problems.add(g.ID, shaper.Problem{Kind: shaper.TooManyFlows, Severity: shaper.Error, Flow: g.ID,
 				Name: g.Label(), Field: "id", Detail: fmt.Sprintf("no class id left for its session (max %d classes)", MaxClasses)})
 			return 0, 0, false
 		}
@@ -107,14 +107,14 @@ func (u *update) created(m uint16) bool {
 func (u *update) fixSession(seid uint64, sp *sessionPlan) {
 	s := u.s
 	ids := slices.SortedFunc(maps.Keys(sp.flows), shaper.CompareFlowID)
-	first := s.admitted[ids[0]]
+	first, _ := s.admittedFlow(ids[0])
 	sp.ambr = min(first.SessionAMBR, s.pol.LinkRate)
 	var rate uint64
 	for _, id := range ids {
-		f := s.admitted[id]
-		s.problems[id] = slices.DeleteFunc(s.problems[id], func(p shaper.Problem) bool { return p.Kind == shaper.AMBRConflict })
+		f, _ := s.admittedFlow(id)
+		s.problems.dropKind(id, shaper.AMBRConflict)
 		if min(f.SessionAMBR, s.pol.LinkRate) != sp.ambr {
-			s.problems[id] = append(s.problems[id], shaper.Problem{Kind: shaper.AMBRConflict, Severity: shaper.Warning, Flow: id, Name: f.Label(),
+			s.problems.add(id, shaper.Problem{Kind: shaper.AMBRConflict, Severity: shaper.Warning, Flow: id, Name: f.Label(),
 				Field: "session_ambr", Detail: fmt.Sprintf("session AMBR %s differs from %s given by another flow of seid %d: using %s",
 					shaper.FormatRate(f.SessionAMBR), shaper.FormatRate(sp.ambr), seid, shaper.FormatRate(sp.ambr))})
 		}

@@ -68,10 +68,10 @@ func (u *update) replace(seid uint64, next []shaper.Flow) []candidate {
 	}
 	var cands []candidate
 	seen := map[shaper.FlowID]bool{}
-	delete(s.listedTwice, seid)
+	var twice []shaper.Problem
 	for _, g := range next {
 		if seen[g.ID] {
-			s.listedTwice[seid] = append(s.listedTwice[seid], shaper.Problem{Kind: shaper.DuplicateFlow, Severity: shaper.Error,
+			twice = append(twice, shaper.Problem{Kind: shaper.DuplicateFlow, Severity: shaper.Error,
 				Flow: g.ID, Name: g.Label(), Field: "id", Detail: fmt.Sprintf("flow %s listed twice", g.ID)})
 			continue
 		}
@@ -87,6 +87,7 @@ func (u *update) replace(seid uint64, next []shaper.Flow) []candidate {
 			u.drop(id)
 		}
 	}
+	s.setListedTwice(seid, twice)
 	if len(next) == 0 {
 		delete(s.input, seid)
 	} else {
@@ -98,7 +99,7 @@ func (u *update) replace(seid uint64, next []shaper.Flow) []candidate {
 // rankOf is a changed or new flow's admission rank: kept when it holds a
 // class with the same keys and asks for no more GBR than it was given.
 func (u *update) rankOf(g shaper.Flow) int {
-	f, ok := u.s.admitted[g.ID]
+	f, ok := u.s.admittedFlow(g.ID)
 	switch {
 	case !ok:
 		return shaper.AdmitNew
@@ -116,7 +117,7 @@ func (u *update) retries(moved bool) []candidate {
 	var out []candidate
 	for id, f := range s.waiting {
 		out = append(out, candidate{f: f, rank: shaper.AdmitNew})
-		delete(s.problems, id)
+		s.problems.drop(id)
 	}
 	clear(s.waiting)
 	if !moved && len(u.freed) == 0 && len(out) == 0 {
@@ -135,16 +136,16 @@ func (u *update) retries(moved bool) []candidate {
 func (u *update) drop(id shaper.FlowID) {
 	s := u.s
 	delete(s.waiting, id)
-	delete(s.problems, id)
+	s.problems.drop(id)
 	delete(s.clamped, id)
 	m, ok := s.minor[id]
 	if !ok {
 		return
 	}
 	c := s.classes[m]
-	s.ledger.Release(s.admitted[id])
+	f, _ := s.admittedFlow(id)
+	s.ledger.Release(f)
 	delete(s.minor, id)
-	delete(s.admitted, id)
 	delete(s.classes, m)
 	s.linkSum -= s.linkShare(c)
 	u.freed[id] = c
@@ -168,12 +169,12 @@ func (s *planState) sessionOfClass(c Class) (*sessionPlan, bool) {
 func (u *update) place(f shaper.Flow) {
 	s := u.s
 	ps, ok := shaper.CheckFlow(&f, &s.pol)
-	s.problems[f.ID] = append(s.problems[f.ID], ps...)
+	s.problems.add(f.ID, ps...)
 	if !ok {
 		return
 	}
 	g, ps, ok := s.ledger.Admit(f)
-	s.problems[f.ID] = append(s.problems[f.ID], ps...)
+	s.problems.add(f.ID, ps...)
 	if !ok {
 		u.wait(f)
 		return
@@ -196,19 +197,19 @@ func (u *update) place(f shaper.Flow) {
 	if !had {
 		if minor, ok = s.alloc(); !ok {
 			s.ledger.Release(g)
-			s.problems[f.ID] = append(s.problems[f.ID], tooMany(&f))
+			s.problems.add(f.ID, tooMany(&f))
 			u.wait(f)
 			return
 		}
 	}
 	c := s.flowClass(g, minor, parent, ambr)
-	s.classes[minor], s.minor[g.ID], s.admitted[g.ID] = c, minor, g
+	s.classes[minor], s.minor[g.ID] = c, minor
 	if g.GBR < f.GBR {
 		s.clamped[g.ID] = f
 	}
 	s.linkSum += s.linkShare(c)
 	if p, ok := s.keys.unreachable(s.major, c); ok {
-		s.problems[g.ID] = append(s.problems[g.ID], p)
+		s.problems.add(g.ID, p)
 	}
 	if parent != LinkMinor {
 		s.sessions[g.ID.SEID].flows[g.ID] = true
@@ -248,7 +249,7 @@ func (u *update) recycle(parent uint16) (Class, bool) {
 
 // wait keeps a refused flow to retry when its refusal is one that may pass.
 func (u *update) wait(f shaper.Flow) {
-	for _, p := range u.s.problems[f.ID] {
+	for _, p := range u.s.problems.of(f.ID) {
 		if p.Severity == shaper.Error && retryable(p.Kind) {
 			u.s.waiting[f.ID] = f
 			return

@@ -8,14 +8,16 @@ import (
 	"github.com/free5gc/gtpqos/shaper"
 )
 
-// prevIndex finds a flow's class in the previous tree.
+// prevIndex finds a flow's class in the previous tree. It points into the
+// tree's classes rather than copying them: a plan of 65k flows against
+// the kept tree would otherwise hold several copies of every class at once.
 type prevIndex struct {
-	flows *shaper.Index[Class]
+	flows *shaper.Index[uint16] // minors
 	// spares are the previous tree's spare minors, lowest first.
 	spares []uint16
 	// sessionBySEID maps SEIDs of session classes (planned trees only).
 	sessionBySEID map[uint64]Class
-	classes       map[uint16]Class
+	classes       map[uint16]*Class
 }
 
 func newPrevIndex(t *Tree) *prevIndex {
@@ -23,18 +25,19 @@ func newPrevIndex(t *Tree) *prevIndex {
 	if t != nil {
 		n = len(t.Classes)
 	}
-	ix := &prevIndex{flows: shaper.NewIndex[Class](n), sessionBySEID: map[uint64]Class{}, classes: make(map[uint16]Class, n)}
+	ix := &prevIndex{flows: shaper.NewIndex[uint16](n), sessionBySEID: map[uint64]Class{}, classes: make(map[uint16]*Class, n)}
 	if t == nil {
 		return ix
 	}
-	for _, c := range t.Classes {
+	for i := range t.Classes {
+		c := &t.Classes[i]
 		ix.classes[c.Minor] = c
 		switch c.Role {
 		case shaper.RoleFlow:
-			ix.flows.Add(c.Flow, c.Key(), c)
+			ix.flows.Add(c.Flow, c.Key(), c.Minor)
 		case shaper.RoleSession:
 			if c.SEID != 0 {
-				ix.sessionBySEID[c.SEID] = c
+				ix.sessionBySEID[c.SEID] = *c
 			}
 		case shaper.RoleSpare:
 			ix.spares = append(ix.spares, c.Minor)
@@ -45,7 +48,13 @@ func newPrevIndex(t *Tree) *prevIndex {
 }
 
 // lookup finds f's class (shaper.Index says how).
-func (ix *prevIndex) lookup(f *shaper.Flow) (Class, bool) { return ix.flows.Find(f) }
+func (ix *prevIndex) lookup(f *shaper.Flow) (Class, bool) {
+	m, ok := ix.flows.Find(f)
+	if !ok {
+		return Class{}, false
+	}
+	return *ix.classes[m], true
+}
 
 // rank is f's admission rank (shaper.Admit): new without a class; grown
 // when it asks for more GBR than its class was given (a class read from

@@ -57,7 +57,7 @@ func (p *planner) distrustBindings() {
 	free := map[rateKey][]Class{}
 	for _, c := range p.ix.classes {
 		if c.Role == shaper.RoleFlow && c.Flow == (shaper.FlowID{}) && !trusted[c.Minor] {
-			free[classRates(c)] = append(free[classRates(c)], c)
+			free[classRates(*c)] = append(free[classRates(*c)], *c)
 		}
 	}
 	for k := range free {
