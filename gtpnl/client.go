@@ -47,6 +47,15 @@ func (c *Client) Features() (Features, error) { return c.c.features() }
 // series is applied.
 func (c *Client) Families() ([]Family, error) { return c.c.families() }
 
+// Alive checks that the module the client was made for is still loaded:
+// gtp5g's family is listed under the id the client resolved. A module
+// unloaded (the error matches os.ErrNotExist) or reloaded (its family has
+// a new id, and the client's sockets and subscriptions speak to one that
+// is gone) needs a new client. One request, no dump: families are listed,
+// not looked up by name, so an unloaded module is not loaded again by the
+// kernel's request_module.
+func (c *Client) Alive() error { return c.c.alive() }
+
 // QERs dumps every QER of every gtp5g device in the client's netns. With
 // the gtp5g-patch series each carries its flow mark (a second dump, of
 // gtp5g_qos, joined by SEID and id).

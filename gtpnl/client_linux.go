@@ -238,6 +238,25 @@ func (c *client) families() ([]Family, error) {
 	return fams, nil
 }
 
+func (c *client) alive() error {
+	c.reqMu.Lock()
+	defer c.reqMu.Unlock()
+	fams, err := c.c.ListFamilies()
+	if err != nil {
+		return opError("list generic netlink families", err)
+	}
+	for _, f := range fams {
+		if f.Name != familyName {
+			continue
+		}
+		if f.ID != c.family.ID {
+			return fmt.Errorf("gtp5g was reloaded: generic netlink family %s has id %d, was %d", familyName, f.ID, c.family.ID)
+		}
+		return nil
+	}
+	return errNotLoaded{err: os.ErrNotExist}
+}
+
 // dump runs a GET dump of family f covering every gtp5g device in the
 // netns: gtp5g's dumpit (and gtp5g_qos's) walks its per-netns device list
 // itself; no link attribute is needed.

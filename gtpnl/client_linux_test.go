@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -728,5 +730,27 @@ func TestConcurrentRequests(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestAlive: the client finds its module alive while gtp5g's family is
+// listed under the id it resolved, reloaded when the id differs, and gone
+// (os.ErrNotExist) when it is not listed; only the controller is asked.
+func TestAlive(t *testing.T) {
+	fams := slices.Clone(patchedFamilies) // served as they are at each request
+	c := testClient(t, fams, func(greq genetlink.Message, nreq netlink.Message) ([]genetlink.Message, error) {
+		t.Errorf("Alive sent family %#x command %d; want the controller's family list only", uint16(nreq.Header.Type), greq.Header.Command)
+		return nil, genltest.Error(int(unix.EINVAL))
+	})
+	if err := c.Alive(); err != nil {
+		t.Fatalf("module loaded: %v", err)
+	}
+	fams[0].ID = testFamilyID + 7
+	if err := c.Alive(); err == nil || !strings.Contains(err.Error(), "reloaded") || errors.Is(err, os.ErrNotExist) {
+		t.Errorf("module reloaded: err %v, want one saying so", err)
+	}
+	fams[0].Name = "other"
+	if err := c.Alive(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("module unloaded: err %v, want os.ErrNotExist", err)
 	}
 }

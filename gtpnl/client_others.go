@@ -21,6 +21,7 @@ func (*client) Close() error                                     { return errUns
 func (*client) version() (string, error)                         { return "", errUnsupportedOS }
 func (*client) features() (Features, error)                      { return 0, errUnsupportedOS }
 func (*client) families() ([]Family, error)                      { return nil, errUnsupportedOS }
+func (*client) alive() error                                     { return errUnsupportedOS }
 func (*client) qers() ([]QER, error)                             { return nil, errUnsupportedOS }
 func (*client) pdrs() ([]PDR, error)                             { return nil, errUnsupportedOS }
 func (*client) fars() ([]FAR, error)                             { return nil, errUnsupportedOS }

@@ -127,13 +127,14 @@ func (l *epLab) resync(b *testing.B, name string, request func()) {
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		b.Fatalf("reset the resident set's peak: %v", err)
 	}
-	select {
-	case <-l.obs.resyncs: // an earlier one's
-	default:
-	}
+	l.obs.drain()
 	t0 := time.Now()
 	request()
-	<-l.obs.resyncs
+	select {
+	case <-l.obs.resyncs:
+	case <-time.After(time.Minute):
+		b.Fatalf("the %s resync did not start within a minute", name)
+	}
 	l.obs.wait(b, 30*time.Minute, "the resync's apply", func(r shaper.Report) bool { return r.Flows == l.c.flows })
 	b.ReportMetric(time.Since(t0).Seconds(), name+"-resync-s")
 	b.ReportMetric(procStatusMB(b, "VmHWM:"), name+"-resync-peak-rss-MB")
@@ -321,6 +322,18 @@ func (o *epObserver) pool(_ string, ready, _ int) {
 	o.mu.Lock()
 	o.spares = ready
 	o.mu.Unlock()
+}
+
+// drain forgets the reports and resync notices not read yet.
+func (o *epObserver) drain() {
+	for {
+		select {
+		case <-o.reports:
+		case <-o.resyncs:
+		default:
+			return
+		}
+	}
 }
 
 // wait reads reports until one satisfies done.

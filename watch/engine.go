@@ -202,8 +202,10 @@ func (e *Engine) kick() {
 // every flow, from the engine's flows: the periodic resync. The source is
 // not dumped: with events, their sequence numbers make its model exact (a
 // gap, a loss, an undecodable message or a new subscription dumps at
-// once); when polling, every poll dumps already. What drifts unseen is
-// the kernel's tree, changed behind the daemon's back. Skipping the dump
+// once); when polling, every poll dumps already. A Checker source is
+// asked instead whether it still reads what it dialled. What drifts
+// unseen is the kernel's tree, changed behind the daemon's back. Skipping
+// the dump
 // spares a periodic resync every rule's decode, a second rule model and
 // the view of every session: about two thirds of its time.
 func (e *Engine) RequestDeviceResync(reason string) {
@@ -428,6 +430,12 @@ func (e *Engine) sync(ctx context.Context, p pending) error {
 		}
 	}
 	if p.repair && !(p.full && p.reason != "") { // a resync with a reason reads the devices already
+		if c, ok := e.opt.Source.(Checker); ok {
+			if err := c.Check(ctx); err != nil {
+				e.degrade("source", err)
+				return err
+			}
+		}
 		e.reported(p.repairWhy)
 		e.readDevicesBack()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -390,4 +391,68 @@ func TestEngineFallsBackToFullApply(t *testing.T) {
 	ap.mu.Unlock()
 	src.change(2, flow(2, 1, 1, 0, 1e6))
 	eventually(t, 5*time.Second, "full apply after the refused update", converged(src, ap))
+}
+
+// checkedSource is a scripted source that can also say whether it still
+// reads what it dialled (as GTP5GSource does).
+type checkedSource struct {
+	*scriptedSource
+	mu       sync.Mutex
+	checkErr error
+	checks   int
+}
+
+func (c *checkedSource) Check(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checks++
+	return c.checkErr
+}
+
+func (c *checkedSource) setCheckErr(err error) {
+	c.mu.Lock()
+	c.checkErr = err
+	c.mu.Unlock()
+}
+
+func (c *checkedSource) counts() (checks, dumps int) {
+	c.mu.Lock()
+	checks = c.checks
+	c.mu.Unlock()
+	c.scriptedSource.mu.Lock()
+	defer c.scriptedSource.mu.Unlock()
+	return checks, c.snapshots
+}
+
+// TestEnginePeriodicResyncChecksTheSource: the periodic resync gives the
+// device every flow without dumping the source, but asks a Checker source
+// whether it still reads what it dialled; when it does not (gtp5g unloaded
+// or reloaded), the source is reported degraded and the engine resyncs
+// with a dump once it answers again.
+func TestEnginePeriodicResyncChecksTheSource(t *testing.T) {
+	src := &checkedSource{scriptedSource: newScriptedSource()}
+	src.set(1, flow(1, 1, 1, 1e6, 2e6))
+	ap := &fakeBackend{dev: "n3"}
+	obs := &recObserver{}
+	startEngine(t, Options{Source: src, Downlink: ap, Observer: obs, Resync: 100 * time.Millisecond, Retry: 50 * time.Millisecond})
+	eventually(t, 5*time.Second, "periodic resyncs", func() bool {
+		checks, _ := src.counts()
+		return checks >= 3
+	})
+	if _, dumps := src.counts(); dumps != 1 {
+		t.Fatalf("%d dumps with the source alive, want the start's alone", dumps)
+	}
+	if _, calls := ap.state(); calls < 3 {
+		t.Errorf("%d applies after three periodic resyncs, want every one to apply", calls)
+	}
+
+	src.setCheckErr(errors.New("gtp5g was reloaded"))
+	eventually(t, 5*time.Second, "the source reported degraded", func() bool {
+		return slices.Contains(obs.snapshot().degraded, "source")
+	})
+	src.setCheckErr(nil)
+	eventually(t, 5*time.Second, "a resync with a dump, and recovery", func() bool {
+		_, dumps := src.counts()
+		return dumps >= 2 && slices.Contains(obs.snapshot().recovered, "source")
+	})
 }

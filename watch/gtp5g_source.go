@@ -58,6 +58,8 @@ type gtp5gConn interface {
 	QERs() ([]gtpnl.QER, error)
 	PDRs() ([]gtpnl.PDR, error)
 	FARs() ([]gtpnl.FAR, error)
+	// Alive says whether the module is still the one dialled.
+	Alive() error
 	Close() error
 	// subscribe joins the event group; buffer > 0 sets the socket's
 	// receive buffer.
@@ -125,6 +127,24 @@ func (s *GTP5GSource) drop(c gtp5gConn) {
 		s.c.Close()
 		s.c = nil
 	}
+}
+
+// Check says, without a dump, whether gtp5g is still the module the
+// source dialled: the periodic resync asks, as it reads the devices and
+// not gtp5g. A module unloaded or reloaded leaves the event socket silent
+// rather than broken, so this is how the daemon notices; on an error the
+// client (and with it the subscription) is closed, and the next dump or
+// subscription dials afresh.
+func (s *GTP5GSource) Check(context.Context) error {
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	if err := c.Alive(); err != nil {
+		s.drop(c)
+		return err
+	}
+	return nil
 }
 
 // Close closes the client.

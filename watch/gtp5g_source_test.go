@@ -54,17 +54,19 @@ func (f *fakeStream) Close() error {
 
 // fakeConn is a gtpnl client with canned dumps.
 type fakeConn struct {
-	qers    []gtpnl.QER
-	dumpErr error
-	subErr  error
-	stream  *fakeStream
-	mu      sync.Mutex
-	closed  bool
+	qers     []gtpnl.QER
+	dumpErr  error
+	aliveErr error
+	subErr   error
+	stream   *fakeStream
+	mu       sync.Mutex
+	closed   bool
 }
 
 func (c *fakeConn) QERs() ([]gtpnl.QER, error) { return c.qers, c.dumpErr }
 func (c *fakeConn) PDRs() ([]gtpnl.PDR, error) { return nil, nil }
 func (c *fakeConn) FARs() ([]gtpnl.FAR, error) { return nil, nil }
+func (c *fakeConn) Alive() error               { return c.aliveErr }
 func (c *fakeConn) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -238,5 +240,33 @@ func TestGTP5GSourceRedialsAfterFailedDump(t *testing.T) {
 	}
 	if len(reported) != 1 || len(reported[0]) != 1 {
 		t.Fatalf("view problems reported %q, want the one problem once (not per dump)", reported)
+	}
+}
+
+// TestGTP5GSourceCheckRedialsAfterReload: Check passes while the module is
+// the one dialled; when it is not (unloaded or reloaded), Check fails,
+// closes the client, and the next call dials afresh.
+func TestGTP5GSourceCheckRedialsAfterReload(t *testing.T) {
+	first := &fakeConn{}
+	dials := 0
+	src := &GTP5GSource{View: qerView, dialConn: func() (gtp5gConn, error) {
+		dials++
+		if dials == 1 {
+			return first, nil
+		}
+		return &fakeConn{}, nil
+	}}
+	if err := src.Check(context.Background()); err != nil {
+		t.Fatalf("module loaded: %v", err)
+	}
+	first.aliveErr = errors.New("gtp5g was reloaded")
+	if err := src.Check(context.Background()); err == nil {
+		t.Fatal("module reloaded: Check passed")
+	}
+	if !first.closed {
+		t.Error("the client of the old module was not closed")
+	}
+	if err := src.Check(context.Background()); err != nil || dials != 2 {
+		t.Errorf("after a reload: err %v, %d dials; want a new client", err, dials)
 	}
 }

@@ -34,6 +34,14 @@ type Source interface {
 	Apply(ev Event) ([]shaper.Flow, error)
 }
 
+// Checker is a Source that can say, without a dump, whether it still
+// reads what it dialled and subscribed to (GTP5GSource: gtp5g was neither
+// unloaded nor reloaded). The periodic resync, which does not dump, asks;
+// an error makes the engine retry as after a failed dump.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
 // EventKind says what an Event asks of the engine.
 type EventKind uint8
 

@@ -115,7 +115,6 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 // indexFlows fills the ledger, the clamped flows and the sessions' flows
 // from the planned flow classes and the input.
 func (s *planState) indexFlows() error {
-	byID := s.inputByID()
 	ids := make([]shaper.FlowID, 0, len(s.minor))
 	for id := range s.minor {
 		ids = append(ids, id)
@@ -123,7 +122,7 @@ func (s *planState) indexFlows() error {
 	slices.SortFunc(ids, shaper.CompareFlowID)
 	for _, id := range ids {
 		c := s.classes[s.minor[id]]
-		f, ok := byID[id]
+		f, ok := s.inputFlow(id)
 		if !ok {
 			return fmt.Errorf("planned flow %s is not in the input", id)
 		}
@@ -145,7 +144,6 @@ func (s *planState) indexFlows() error {
 // indexProblems keeps the plan's problems by flow, and the flows refused
 // for a reason that may pass later.
 func (s *planState) indexProblems(problems []shaper.Problem) {
-	byID := s.inputByID()
 	for _, p := range problems {
 		if p.Kind == shaper.DuplicateFlow {
 			s.listedTwice[p.Flow.SEID] = append(s.listedTwice[p.Flow.SEID], p)
@@ -159,7 +157,7 @@ func (s *planState) indexProblems(problems []shaper.Problem) {
 		}
 		s.problems.add(p.Flow, p)
 		if _, in := s.minor[p.Flow]; !in && p.Severity == shaper.Error && retryable(p.Kind) {
-			if f, ok := byID[p.Flow]; ok {
+			if f, ok := s.inputFlow(p.Flow); ok {
 				s.waiting[p.Flow] = f
 			}
 		}
@@ -175,27 +173,21 @@ func (s *planState) admittedFlow(id shaper.FlowID) (shaper.Flow, bool) {
 	if !ok {
 		return shaper.Flow{}, false
 	}
+	f, ok := s.inputFlow(id)
+	f.GBR = s.classes[m].GBR
+	return f, ok
+}
+
+// inputFlow finds a flow in its session's input: the first listed, the
+// one a plan takes (a session holds a handful, so a scan beats an index of
+// every flow).
+func (s *planState) inputFlow(id shaper.FlowID) (shaper.Flow, bool) {
 	for _, f := range s.input[id.SEID] {
-		if f.ID == id { // the first listed, the one placed
-			f.GBR = s.classes[m].GBR
+		if f.ID == id {
 			return f, true
 		}
 	}
 	return shaper.Flow{}, false
-}
-
-// inputByID indexes the input's flows by id; of a flow listed twice, the
-// first (the one Plan takes).
-func (s *planState) inputByID() map[shaper.FlowID]shaper.Flow {
-	byID := map[shaper.FlowID]shaper.Flow{}
-	for _, fl := range s.input {
-		for _, f := range fl {
-			if _, dup := byID[f.ID]; !dup {
-				byID[f.ID] = f
-			}
-		}
-	}
-	return byID
 }
 
 // retryable says whether a refusal may pass once other flows change.
