@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,9 @@ func (l *gtp5gLab) tcpArm(t *testing.T) map[string]tcpFlow {
 		}
 		servers = append(servers, s)
 	}
-	time.Sleep(300 * time.Millisecond)
+	for _, f := range flows {
+		waitListening(t, l.gnb.NetNS.Name, f.port, 20*time.Second)
+	}
 	out := make([]bytes.Buffer, len(flows))
 	var clients []*exec.Cmd
 	for i, f := range flows {
@@ -85,6 +88,31 @@ func (l *gtp5gLab) tcpArm(t *testing.T) map[string]tcpFlow {
 		res[flows[i].name] = tcpFlow{Goodput: rep.End.SumReceived.BitsPerSecond / 1e6, Retransmits: rep.End.SumSent.Retransmits}
 	}
 	return res
+}
+
+// waitListening waits until a TCP socket listens on port in netns ns: an
+// iperf3 server binds a moment after it starts (longer under emulation),
+// and a client that connects sooner is refused.
+func waitListening(t *testing.T, ns, port string, timeout time.Duration) {
+	t.Helper()
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		t.Fatalf("port %q: %v", port, err)
+	}
+	suffix := fmt.Sprintf(":%04X", p)
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		// /proc/net/tcp6 may be missing (no IPv6): cat still prints tcp.
+		out, _ := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/tcp", "/proc/net/tcp6").Output()
+		for _, line := range strings.Split(string(out), "\n") {
+			// sl local_address rem_address st ...: st 0A is LISTEN.
+			if f := strings.Fields(line); len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == "0A" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on port %s in %s after %v", port, ns, timeout)
+		}
+	}
 }
 
 // TestGtp5gGuestTCP measures TCP on gtp5g itself: per flow goodput and
