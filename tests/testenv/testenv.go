@@ -1,5 +1,7 @@
 // Package testenv gates tests on what the machine offers (root, commands,
-// kernel features) and builds throwaway network namespaces for them.
+// kernel features) and builds throwaway network namespaces for them, removed
+// when their test ends and, should the run be interrupted (SIGINT, SIGTERM),
+// before the process goes.
 //
 // Every gate skips with a one-line reason; nothing here fails a test for a
 // missing capability.
@@ -73,9 +75,11 @@ func NewNetNS(tb testing.TB) *NetNS {
 		tb.Fatalf("return to original netns: %v", err)
 	}
 	ns := &NetNS{Name: name, Handle: h}
+	track(name)
 	tb.Cleanup(func() {
 		h.Close()
 		_ = netns.DeleteNamed(name)
+		untrack(name)
 	})
 	ns.Run(tb, "ip", "link", "set", "lo", "up")
 	return ns
