@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // update is one planState.apply in progress.
@@ -287,18 +286,14 @@ func sameClass(a, b Class) bool {
 		a.Quantum == b.Quantum && a.Prio == b.Prio
 }
 
-func (u *update) entry(c Class) classify.Entry {
-	return classify.Entry{ClassID: uint32(u.s.major)<<16 | uint32(c.Minor), Flow: c.Flow, Mark: c.Mark, TEID: c.TEID, QFI: c.QFI}
-}
-
 func (u *update) bind(c Class) {
 	if c.Key() != (shaper.Key{}) {
-		u.d.bind = append(u.d.bind, u.entry(c))
+		u.d.bind = append(u.d.bind, c.entry(u.s.major))
 	}
 }
 
 func (u *update) unbind(c Class) {
 	if c.Key() != (shaper.Key{}) {
-		u.d.unbind = append(u.d.unbind, u.entry(c))
+		u.d.unbind = append(u.d.unbind, c.entry(u.s.major))
 	}
 }

@@ -169,6 +169,12 @@ func (t *Tree) sortClasses() {
 	sort.Slice(t.Classes, func(i, j int) bool { return t.Classes[i].Minor < t.Classes[j].Minor })
 }
 
+// entry is flow class c's classifier entry in a tree whose root has the
+// given major: its class id and its flow's keys.
+func (c Class) entry(major uint16) classify.Entry {
+	return classify.Entry{ClassID: uint32(major)<<16 | uint32(c.Minor), Flow: c.Flow, Mark: c.Mark, TEID: c.TEID, QFI: c.QFI}
+}
+
 // Table returns the classification table of the tree's flow classes, in
 // minor order, and its default class.
 func (t *Tree) Table() classify.Table { return t.tableOf(nil) }
@@ -179,7 +185,7 @@ func (t *Tree) tableOf(keep func(minor uint16) bool) classify.Table {
 	tb := classify.Table{Default: t.ClassID(t.DefaultMinor), Entries: make([]classify.Entry, 0, len(t.Classes))}
 	for _, c := range t.Classes {
 		if c.Role == shaper.RoleFlow && (keep == nil || keep(c.Minor)) {
-			tb.Entries = append(tb.Entries, classify.Entry{ClassID: t.ClassID(c.Minor), Flow: c.Flow, Mark: c.Mark, TEID: c.TEID, QFI: c.QFI})
+			tb.Entries = append(tb.Entries, c.entry(t.Major))
 		}
 	}
 	return tb

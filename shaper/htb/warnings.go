@@ -62,8 +62,7 @@ func (k keyCheck) unreachable(major uint16, cl Class) (shaper.Problem, bool) {
 	if k.kn == nil || cl.Role != shaper.RoleFlow {
 		return shaper.Problem{}, false
 	}
-	t := &Tree{Major: major}
-	field := k.kn.MissingKey(classify.Entry{ClassID: t.ClassID(cl.Minor), Flow: cl.Flow, Mark: cl.Mark, TEID: cl.TEID, QFI: cl.QFI})
+	field := k.kn.MissingKey(cl.entry(major))
 	if field == "" {
 		return shaper.Problem{}, false
 	}
@@ -74,7 +73,7 @@ func (k keyCheck) unreachable(major uint16, cl Class) (shaper.Problem, bool) {
 	return shaper.Problem{Kind: shaper.Unreachable, Severity: shaper.Warning, Flow: cl.Flow,
 		Name: shaper.Flow{ID: cl.Flow, Name: cl.Name}.Label(), Field: field,
 		Detail: fmt.Sprintf("no %s: classifier %s binds by %s and cannot steer its packets into class %s, they go to the default class; %s",
-			field, k.kind, field, t.Handle(cl.Minor), kept)}, true
+			field, k.kind, field, (&Tree{Major: major}).Handle(cl.Minor), kept)}, true
 }
 
 // ClassifierFor returns the classifier a plan for kind k is enforced by
