@@ -123,7 +123,7 @@ func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow,
 	}
 	d := b.plan.apply(sessions)
 	rep.Problems, rep.ProblemsSame = b.plan.allProblems()
-	rep.Flows, rep.ClassCount = len(b.plan.minor), len(b.plan.classes)
+	rep.Flows, rep.ClassCount = len(b.plan.minor), b.plan.classes.len()
 	if d.empty() {
 		rep.Summary = fmt.Sprintf("dev %s: in sync", b.dev)
 		return rep, nil

@@ -1,7 +1,6 @@
 package htb
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -20,7 +19,7 @@ type planState struct {
 	major uint16
 	base  Class // burst, cburst, quantum of every class
 	// classes are every planned class by minor.
-	classes map[uint16]Class
+	classes classTable
 	// input is each session's flows as last given.
 	input map[uint64][]shaper.Flow
 	// minor is each admitted flow's class (admittedFlow gives the flow as
@@ -82,7 +81,7 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 	if !ok {
 		return nil, fmt.Errorf("policy does not check")
 	}
-	s := &planState{pol: pol, major: t.Major, classes: make(map[uint16]Class, len(t.Classes)), input: map[uint64][]shaper.Flow{},
+	s := &planState{pol: pol, major: t.Major, classes: newClassTable(maxMinor(t)), input: map[uint64][]shaper.Flow{},
 		minor: map[shaper.FlowID]uint16{}, waiting: map[shaper.FlowID]shaper.Flow{},
 		clamped: map[shaper.FlowID]shaper.Flow{}, listedTwice: map[uint64][]shaper.Problem{},
 		problems: newFlowProblems(), sessions: map[uint64]*sessionPlan{}, ledger: shaper.NewLedger(pol),
@@ -91,7 +90,7 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 		s.input[seid] = fl
 	}
 	for _, c := range t.Classes {
-		s.classes[c.Minor] = c
+		s.classes.set(c)
 		s.used[c.Minor] = true
 		s.linkSum += s.linkShare(c)
 		switch c.Role {
@@ -112,6 +111,15 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 	return s, nil
 }
 
+// maxMinor is the highest class minor in t.
+func maxMinor(t *Tree) uint16 {
+	var m uint16
+	for _, c := range t.Classes {
+		m = max(m, c.Minor)
+	}
+	return m
+}
+
 // indexFlows fills the ledger, the clamped flows and the sessions' flows
 // from the planned flow classes and the input.
 func (s *planState) indexFlows() error {
@@ -121,7 +129,7 @@ func (s *planState) indexFlows() error {
 	}
 	slices.SortFunc(ids, shaper.CompareFlowID)
 	for _, id := range ids {
-		c := s.classes[s.minor[id]]
+		c, _ := s.classes.get(s.minor[id])
 		f, ok := s.inputFlow(id)
 		if !ok {
 			return fmt.Errorf("planned flow %s is not in the input", id)
@@ -134,7 +142,7 @@ func (s *planState) indexFlows() error {
 		if f.GBR < asked.GBR {
 			s.clamped[id] = asked
 		}
-		if p, ok := s.classes[c.Parent]; ok && p.Role == shaper.RoleSession {
+		if p, ok := s.classes.get(c.Parent); ok && p.Role == shaper.RoleSession {
 			s.sessions[p.SEID].flows[id] = true
 		}
 	}
@@ -174,7 +182,8 @@ func (s *planState) admittedFlow(id shaper.FlowID) (shaper.Flow, bool) {
 		return shaper.Flow{}, false
 	}
 	f, ok := s.inputFlow(id)
-	f.GBR = s.classes[m].GBR
+	c, _ := s.classes.get(m)
+	f.GBR = c.GBR
 	return f, ok
 }
 
@@ -214,12 +223,17 @@ func (s *planState) linkShare(c Class) uint64 {
 // tree returns the plan as a Tree (sorted by minor).
 func (s *planState) tree(leaf shaper.LeafSpec, cls shaper.ClassifierKind) *Tree {
 	t := &Tree{Major: s.major, DefaultMinor: DefaultMinor, LinkRate: s.pol.LinkRate, Leaf: leaf, Classifier: cls}
-	t.Classes = make([]Class, 0, len(s.classes))
-	for _, c := range s.classes {
-		t.Classes = append(t.Classes, c)
-	}
-	slices.SortFunc(t.Classes, func(a, b Class) int { return cmp.Compare(a.Minor, b.Minor) })
+	t.Classes = s.classList()
 	return t
+}
+
+// classList returns the planned classes, sorted by minor.
+func (s *planState) classList() []Class {
+	out := make([]Class, 0, s.classes.len())
+	for c := range s.classes.all() {
+		out = append(out, c)
+	}
+	return out
 }
 
 // oversubscribed is the warning that class rates add up to more than the

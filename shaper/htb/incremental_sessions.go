@@ -28,7 +28,7 @@ func (u *update) parentFor(g shaper.Flow) (parent uint16, ambr uint64, ok bool) 
 		s.sessions[g.ID.SEID] = sp
 		c := s.base
 		c.Minor, c.Parent, c.Role, c.Prio, c.SEID, c.Ceil = m, LinkMinor, shaper.RoleSession, s.pol.Prio, g.ID.SEID, sp.ambr
-		s.classes[m] = c
+		s.classes.set(c)
 		u.createSess = append(u.createSess, c)
 	}
 	u.touched[g.ID.SEID] = true
@@ -75,8 +75,8 @@ func (u *update) fixSessions() {
 			continue
 		}
 		if len(sp.flows) == 0 {
-			c := s.classes[sp.minor]
-			delete(s.classes, sp.minor)
+			c, _ := s.classes.get(sp.minor)
+			s.classes.del(sp.minor)
 			delete(s.sessions, seid)
 			if u.created(c.Minor) {
 				continue // created and emptied in this update: nothing to write
@@ -120,16 +120,16 @@ func (u *update) fixSession(seid uint64, sp *sessionPlan) {
 		}
 		m := s.minor[id]
 		c := s.flowClass(f, m, sp.minor, sp.ambr)
-		if old := s.classes[m]; !sameClass(c, old) {
-			s.classes[m] = c
+		if old, _ := s.classes.get(m); !sameClass(c, old) {
+			s.classes.set(c)
 			u.changed(c)
 		}
 		rate += c.Rate
 	}
-	old := s.classes[sp.minor]
+	old, _ := s.classes.get(sp.minor)
 	c := old
 	c.Rate, c.Ceil = min(rate, sp.ambr), sp.ambr
-	s.classes[sp.minor] = c
+	s.classes.set(c)
 	s.linkSum += s.linkShare(c) - s.linkShare(old)
 	if !sameClass(c, old) {
 		u.changed(c)
@@ -165,7 +165,7 @@ func (u *update) finish() {
 		if c.Parent == LinkMinor && len(s.spares) < s.pol.Pool {
 			// Parked: the next new flow changes it back.
 			sp := spareClass(s.base, c.Minor)
-			s.classes[c.Minor] = sp
+			s.classes.set(sp)
 			s.spares = append(s.spares, c.Minor)
 			u.d.change = append(u.d.change, sp)
 			continue

@@ -141,11 +141,11 @@ func (u *update) drop(id shaper.FlowID) {
 	if !ok {
 		return
 	}
-	c := s.classes[m]
+	c, _ := s.classes.get(m)
 	f, _ := s.admittedFlow(id)
 	s.ledger.Release(f)
 	delete(s.minor, id)
-	delete(s.classes, m)
+	s.classes.del(m)
 	s.linkSum -= s.linkShare(c)
 	u.freed[id] = c
 	if p, ok := s.sessionOfClass(c); ok {
@@ -189,7 +189,7 @@ func (u *update) place(f shaper.Flow) {
 		old, had = u.recycle(parent)
 	}
 	if !had && parent == LinkMinor && len(s.spares) > 0 {
-		old, had = s.classes[s.spares[0]], true // a change, not a create
+		old, had = s.classes.get(s.spares[0]) // a change, not a create
 		s.spares = s.spares[1:]
 	}
 	minor := old.Minor
@@ -202,7 +202,8 @@ func (u *update) place(f shaper.Flow) {
 		}
 	}
 	c := s.flowClass(g, minor, parent, ambr)
-	s.classes[minor], s.minor[g.ID] = c, minor
+	s.classes.set(c)
+	s.minor[g.ID] = minor
 	if g.GBR < f.GBR {
 		s.clamped[g.ID] = f
 	}

@@ -1,0 +1,34 @@
+package htb
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestClassTable(t *testing.T) {
+	tab := newClassTable(0)
+	for _, m := range []uint16{0x20, 1, 0x10, 0x20} {
+		tab.set(Class{Minor: m, Rate: uint64(m)})
+	}
+	tab.del(0x10)
+	tab.del(0x999) // not there: nothing happens
+	if tab.len() != 2 {
+		t.Fatalf("len %d, want 2", tab.len())
+	}
+	var minors []uint16
+	for c := range tab.all() {
+		minors = append(minors, c.Minor)
+	}
+	if !slices.Equal(minors, []uint16{1, 0x20}) {
+		t.Fatalf("classes in order %x, want [1 20]", minors)
+	}
+	if _, ok := tab.get(0x10); ok {
+		t.Fatal("a deleted class is still there")
+	}
+	if c, ok := tab.get(0x20); !ok || c.Rate != 0x20 {
+		t.Fatalf("get(0x20) = %+v, %v", c, ok)
+	}
+	if _, ok := tab.get(0xfffe); ok {
+		t.Fatal("a minor past the table's end is there")
+	}
+}
