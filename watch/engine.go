@@ -613,11 +613,13 @@ func (e *Engine) recover(stage string) {
 	}
 }
 
+// problemKey is a problem list's identity, in any order: a full plan and
+// an update list the same problems in different orders.
 func problemKey(ps []shaper.Problem) string {
-	var b strings.Builder
-	for _, p := range ps {
-		b.WriteString(p.String())
-		b.WriteByte('\n')
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
 	}
-	return b.String()
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }

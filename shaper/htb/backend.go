@@ -158,6 +158,9 @@ func (b *Backend) Classes() []shaper.ClassState {
 // apply plans flows against the previous tree (or the kernel's) and
 // reconciles the device to the plan; b.mu is held.
 func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (shaper.Report, error) {
+	if rep, ok, err := b.resyncKept(ctx, flows, pol, opt); ok {
+		return rep, err
+	}
 	rep := shaper.Report{Dev: b.dev, Backend: Name, Flows: len(flows)}
 	var prev *Tree
 	if b.plan != nil {

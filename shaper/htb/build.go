@@ -6,9 +6,7 @@ import "github.com/free5gc/gtpqos/shaper"
 func (p *planner) build() *Tree {
 	pol := p.pol
 	link := pol.LinkRate
-	t := &Tree{Major: OwnedMajor, DefaultMinor: DefaultMinor, LinkRate: link, Leaf: pol.Leaf, Classifier: pol.Classifier,
-		Accounting: pol.Accounting}
-	t.Overhead, _ = pol.ResolveOverhead(shaper.Downlink, shaper.DefaultEncap)
+	t := planHeader(pol)
 	t.Classes = make([]Class, 0, len(p.adm.Flows)+len(p.adm.Sessions)+2)
 	base := Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}
 	lc := base
@@ -61,5 +59,14 @@ func (p *planner) build() *Tree {
 				" link: only GBRs are guaranteed, non-GBR minimums and static rates are not"})
 	}
 	t.sortClasses()
+	return t
+}
+
+// planHeader is the tree a plan under pol makes, without its classes: the
+// kept plan's tree for a resync is given the same one.
+func planHeader(pol shaper.Policy) *Tree {
+	t := &Tree{Major: OwnedMajor, DefaultMinor: DefaultMinor, LinkRate: pol.LinkRate, Leaf: pol.Leaf, Classifier: pol.Classifier,
+		Accounting: pol.Accounting}
+	t.Overhead, _ = pol.ResolveOverhead(shaper.Downlink, shaper.DefaultEncap)
 	return t
 }
