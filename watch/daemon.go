@@ -28,6 +28,8 @@ type Daemon struct {
 	// Mode says how the daemon follows gtp5g and classifies packets, in
 	// one line.
 	Mode string
+	// GCPercent is the garbage collector's target in force (TuneGC).
+	GCPercent int
 }
 
 // Start checks the config, gtp5g and the devices, takes the devices'
@@ -98,8 +100,10 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 	}
 	d.src = d.source(patched, markMode, feats)
 	d.src.EventsBuffer = eventsBuffer
+	d.GCPercent = TuneGC()
 	opt := Options{Source: d.src, Downlink: d.dl, DownlinkPolicy: dlPol, Poll: time.Duration(cfg.Poll),
-		Resync: time.Duration(cfg.Resync), Retry: time.Duration(cfg.Retry), Observer: obs, Metrics: d.metrics}
+		Resync: time.Duration(cfg.Resync), Retry: time.Duration(cfg.Retry), Observer: obs, Metrics: d.metrics,
+		ReleaseMemory: true}
 	if d.ul != nil {
 		opt.Uplink, opt.UplinkPolicy = d.ul, ulPol
 	}

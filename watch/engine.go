@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,11 @@ type Options struct {
 	Observer Observer
 	// Metrics, if set, is updated as the engine works.
 	Metrics *Metrics
+	// ReleaseMemory returns the heap's free pages to the OS after every
+	// successful full apply (the start, a resync), as the daemon does:
+	// each makes a transient of tens of megabytes at 65k flows that the
+	// resident set would otherwise keep for minutes.
+	ReleaseMemory bool
 }
 
 // device is one backend with the direction of the flows it shapes.
@@ -517,10 +523,21 @@ func (e *Engine) readDevicesBack() {
 // others.
 func (e *Engine) applyAll(ctx context.Context, changed map[uint64]bool) error {
 	var errs []error
+	full := false
 	for _, d := range e.devs {
+		wasFull := d.needFull
 		if err := e.applyDevice(ctx, d, changed); err != nil {
 			errs = append(errs, err)
+		} else if wasFull {
+			full = true
 		}
+	}
+	if full && e.opt.ReleaseMemory {
+		// A full apply's garbage (a dump, a device read back) is gone:
+		// hand its pages back now, not over the minutes the runtime's
+		// background scavenger would take. Not after a failed one: a
+		// device that keeps failing is retried every few seconds.
+		debug.FreeOSMemory()
 	}
 	return errors.Join(errs...)
 }

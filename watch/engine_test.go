@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -455,4 +456,46 @@ func TestEnginePeriodicResyncChecksTheSource(t *testing.T) {
 		_, dumps := src.counts()
 		return dumps >= 2 && slices.Contains(obs.snapshot().recovered, "source")
 	})
+}
+
+// TestEngineReleasesMemoryAfterFullApplies: with ReleaseMemory, every full
+// apply (the start, each periodic resync) ends in a forced collection that
+// returns free pages to the OS; without it the engine forces none.
+func TestEngineReleasesMemoryAfterFullApplies(t *testing.T) {
+	for _, release := range []bool{false, true} {
+		src := newScriptedSource()
+		src.set(1, flow(1, 1, 1, 1e6, 2e6))
+		ap := &fakeBackend{dev: "n3"}
+		before := forcedGCs(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		eng, err := New(Options{Source: src, Downlink: ap, Resync: 50 * time.Millisecond, ReleaseMemory: release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- eng.Run(ctx) }()
+		eventually(t, 5*time.Second, "three full applies", func() bool {
+			_, calls := ap.state()
+			return calls >= 3
+		})
+		cancel()
+		<-done
+		_, calls := ap.state()
+		forced := forcedGCs(t) - before
+		switch {
+		case release && (forced < 3 || forced > uint64(calls)):
+			t.Errorf("ReleaseMemory: %d forced collections for %d full applies, want one each", forced, calls)
+		case !release && forced != 0:
+			t.Errorf("without ReleaseMemory: %d forced collections, want none", forced)
+		}
+	}
+}
+
+func forcedGCs(t *testing.T) uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Fatal("the runtime has no forced-collection count")
+	}
+	return s[0].Value.Uint64()
 }

@@ -99,6 +99,7 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer d.Close()
 	log.WithField("dev", cfg.N3).Info(d.Mode)
+	log.Debugf("garbage collector target GOGC=%d (set GOGC to change it)", d.GCPercent)
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		srv, err := watch.ServeMetrics(cfg.MetricsAddr, d.Metrics())
 		if err != nil {
