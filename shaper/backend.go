@@ -52,6 +52,11 @@ type Backend interface {
 	Inspect(ctx context.Context) (*Inspection, error)
 	// Counters reads every owned class's counters by class handle.
 	Counters(ctx context.Context) (map[string]Counters, error)
+	// FlowCounters reads the counters of every flow class the last
+	// successful Apply or Update planned, in one pass over the kernel's
+	// classes and without holding up the backend's writes: what metrics
+	// export at each scrape.
+	FlowCounters(ctx context.Context) ([]FlowCounters, error)
 	// Reset removes everything the backend owns on the device, and only
 	// that; it returns one line per thing removed (or one saying nothing
 	// was).
@@ -185,6 +190,16 @@ type Counters struct {
 	Overlimits uint64
 	// Backlog and Qlen are bytes and packets queued now.
 	Backlog, Qlen uint64
+}
+
+// FlowCounters are one flow class's counters with what names the class.
+type FlowCounters struct {
+	Flow FlowID
+	// Class is the class id (major<<16 | minor).
+	Class uint32
+	// QFI is the flow's QoS Flow Identifier.
+	QFI uint8
+	Counters
 }
 
 // ClassState is one class as a plan or the kernel has it.

@@ -275,6 +275,26 @@ func (a *fakeBackend) Counters(ctx context.Context) (map[string]shaper.Counters,
 	return out, nil
 }
 
+func (a *fakeBackend) FlowCounters(ctx context.Context) ([]shaper.FlowCounters, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.countersErr != nil {
+		return nil, a.countersErr
+	}
+	var out []shaper.FlowCounters
+	for _, c := range a.classes {
+		if c.Role != shaper.RoleFlow {
+			continue
+		}
+		var maj, min uint32
+		if _, err := fmt.Sscanf(c.Handle, "%x:%x", &maj, &min); err != nil {
+			return nil, fmt.Errorf("class handle %q: %v", c.Handle, err)
+		}
+		out = append(out, shaper.FlowCounters{Flow: c.Flow, Class: maj<<16 | min, QFI: c.Key.QFI, Counters: shaper.Counters{Bytes: 100, Packets: 1}})
+	}
+	return out, nil
+}
+
 func (a *fakeBackend) Reset(ctx context.Context) ([]string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -1,10 +1,7 @@
 package watch
 
 import (
-	"context"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
@@ -15,7 +12,8 @@ import (
 // (no Go runtime or process collectors unless the caller adds them). A nil
 // *Metrics is valid and records nothing.
 type Metrics struct {
-	// Registry holds every metric below; serve it with promhttp.
+	// Registry holds the engine's metrics; the per-class counters are
+	// not in it but written by WriteText (ServeMetrics serves both).
 	Registry *prometheus.Registry
 
 	flows     *prometheus.GaugeVec
@@ -75,7 +73,7 @@ func NewMetrics() *Metrics {
 		classStat: &classCollector{},
 	}
 	m.Registry.MustRegister(m.flows, m.classes, m.spare, m.runs, m.duration, m.changes,
-		m.events, m.resyncs, m.polls, m.dumps, m.errors, m.classStat)
+		m.events, m.resyncs, m.polls, m.dumps, m.errors)
 	return m
 }
 
@@ -146,59 +144,5 @@ func (m *Metrics) dumped() {
 func (m *Metrics) failed(stage string) {
 	if m != nil {
 		m.errors.WithLabelValues(stage).Inc()
-	}
-}
-
-// classCollector reads per-class counters from the devices at scrape time.
-type classCollector struct {
-	mu   sync.Mutex
-	devs []*device
-}
-
-var (
-	classLabels     = []string{"dev", "class", "seid", "qer", "qfi"}
-	descBytes       = prometheus.NewDesc("gtpqos_class_sent_bytes_total", "Bytes sent by a flow's HTB class, in the tree's accounting unit (packet: the user's packets; frame: whole frames).", classLabels, nil)
-	descPackets     = prometheus.NewDesc("gtpqos_class_sent_packets_total", "Packets sent by a flow's HTB class.", classLabels, nil)
-	descDrops       = prometheus.NewDesc("gtpqos_class_drops_total", "Packets dropped in a flow's HTB class.", classLabels, nil)
-	descOverlimits  = prometheus.NewDesc("gtpqos_class_overlimits_total", "HTB overlimit events of a flow's class.", classLabels, nil)
-	descStatsFailed = prometheus.NewDesc("gtpqos_class_stats_up", "1 if the device's class counters could be read at this scrape.", []string{"dev"}, nil)
-)
-
-// Describe implements prometheus.Collector.
-func (c *classCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descBytes
-	ch <- descPackets
-	ch <- descDrops
-	ch <- descOverlimits
-	ch <- descStatsFailed
-}
-
-// Collect implements prometheus.Collector.
-func (c *classCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	devs := append([]*device(nil), c.devs...)
-	c.mu.Unlock()
-	for _, d := range devs {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		counters, err := d.be.Counters(ctx)
-		cancel()
-		up := 1.0
-		if err != nil {
-			up = 0
-		}
-		dev := d.be.Dev()
-		ch <- prometheus.MustNewConstMetric(descStatsFailed, prometheus.GaugeValue, up, dev)
-		for _, cl := range d.be.Classes() {
-			s, ok := counters[cl.Handle]
-			if cl.Role != shaper.RoleFlow || !ok {
-				continue
-			}
-			lv := []string{dev, cl.Handle, strconv.FormatUint(cl.Flow.SEID, 10),
-				strconv.FormatUint(uint64(cl.Flow.QERID), 10), strconv.Itoa(int(cl.Key.QFI))}
-			ch <- prometheus.MustNewConstMetric(descBytes, prometheus.CounterValue, float64(s.Bytes), lv...)
-			ch <- prometheus.MustNewConstMetric(descPackets, prometheus.CounterValue, float64(s.Packets), lv...)
-			ch <- prometheus.MustNewConstMetric(descDrops, prometheus.CounterValue, float64(s.Drops), lv...)
-			ch <- prometheus.MustNewConstMetric(descOverlimits, prometheus.CounterValue, float64(s.Overlimits), lv...)
-		}
 	}
 }

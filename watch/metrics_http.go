@@ -1,12 +1,15 @@
 package watch
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // ServeMetrics listens on addr and serves m on /metrics. Metrics name every
@@ -25,8 +28,37 @@ func ServeMetrics(addr string, m *Metrics) (*http.Server, error) {
 		return nil, fmt.Errorf("metrics listener %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", metricsHandler(m))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, nil
+}
+
+// metricsHandler serves m in Prometheus' text format (gzipped when the
+// scraper accepts it), streamed as WriteText writes it.
+func metricsHandler(m *Metrics) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		var out io.Writer = w
+		if acceptsGzip(r) {
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			defer gz.Close()
+			out = gz
+		}
+		if err := m.WriteText(out); err != nil {
+			// Before the first byte (the registry could not be gathered)
+			// this is the reply; later, the scrape is cut short.
+			http.Error(w, "gather metrics: "+err.Error(), http.StatusInternalServerError)
+		}
+	})
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		if enc, _, _ := strings.Cut(strings.TrimSpace(part), ";"); enc == "gzip" {
+			return true
+		}
+	}
+	return false
 }

@@ -1,23 +1,26 @@
 package watch
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // findMetric returns the metric of family name whose label values include
 // want ("": the family's first metric, for one without labels).
 func findMetric(t testing.TB, m *Metrics, name, want string) (*dto.Metric, bool) {
 	t.Helper()
-	fams, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	for _, f := range fams {
+	for _, f := range scrape(t, m) {
 		if f.GetName() != name {
 			continue
 		}
@@ -28,6 +31,22 @@ func findMetric(t testing.TB, m *Metrics, name, want string) (*dto.Metric, bool)
 		}
 	}
 	return nil, false
+}
+
+// scrape reads m as ServeMetrics serves it, parsed back (which fails on
+// text the format does not allow, a family written twice for one).
+func scrape(t testing.TB, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	var b bytes.Buffer
+	if err := m.WriteText(&b); err != nil {
+		t.Fatalf("write metrics: %v", err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(&b)
+	if err != nil {
+		t.Fatalf("the metrics do not parse: %v\n%s", err, b.String())
+	}
+	return fams
 }
 
 // counterValue returns the value of the counter family name whose label
@@ -88,10 +107,7 @@ func TestMetricsExposeEngineAndClassCounters(t *testing.T) {
 	if got, _ := gaugeValue(t, m, "gtpqos_classes", "n3"); got != 3 {
 		t.Errorf("gtpqos_classes{dev=n3} = %v, want 3 (link, default, one flow)", got)
 	}
-	fams, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := scrape(t, m)
 	var names []string
 	var classOK bool
 	series := 0
@@ -145,4 +161,52 @@ func TestServeMetricsLoopbackOnly(t *testing.T) {
 		t.Fatalf("loopback: %v", err)
 	}
 	srv.Close()
+}
+
+// TestMetricsServedOverHTTP scrapes the handler as Prometheus does, plain
+// and gzipped: the class series arrive, with a device name's quote and
+// backslash escaped.
+func TestMetricsServedOverHTTP(t *testing.T) {
+	src := newScriptedSource()
+	src.set(9, flow(9, 3, 5, 1e6, 2e6))
+	dev := `n3"x\y`
+	ap := &fakeBackend{dev: dev}
+	m := NewMetrics()
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour, Metrics: m})
+	eventually(t, 5*time.Second, "start", converged(src, ap))
+	srv := httptest.NewServer(metricsHandler(m))
+	defer srv.Close()
+	for _, gz := range []bool{false, true} {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		if gz {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		// A transport that leaves the body as sent (it would gunzip it).
+		res, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := io.Reader(res.Body)
+		if gz {
+			if res.Header.Get("Content-Encoding") != "gzip" {
+				t.Fatalf("asked for gzip, got Content-Encoding %q", res.Header.Get("Content-Encoding"))
+			}
+			if body, err = gzip.NewReader(res.Body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		text, err := io.ReadAll(body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
+			t.Fatalf("scrape (gzip %v): %v, status %d, content type %q", gz, err, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		want := `gtpqos_class_sent_bytes_total{dev="n3\"x\\y",class="1:10",seid="9",qer="3",qfi="5"} 100`
+		if !strings.Contains(string(text), want+"\n") {
+			t.Errorf("scrape (gzip %v) lacks %s:\n%s", gz, want, text)
+		}
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		if _, err := p.TextToMetricFamilies(bytes.NewReader(text)); err != nil {
+			t.Errorf("scrape (gzip %v) does not parse: %v", gz, err)
+		}
+	}
 }

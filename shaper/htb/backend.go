@@ -67,6 +67,7 @@ type Backend struct {
 	pol     shaper.Policy
 	updated bool
 	grow    *grower
+	stats   statsSocket
 }
 
 // Open returns the HTB backend for dev through h, which works in network
@@ -295,6 +296,10 @@ func (b *Backend) Close() error {
 	defer b.mu.Unlock()
 	b.rec.Close()
 	b.raw.close()
+	b.stats.mu.Lock()
+	b.stats.c.close()
+	b.stats.c = nil
+	b.stats.mu.Unlock()
 	if b.close != nil {
 		b.close()
 		b.close = nil

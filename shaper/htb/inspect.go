@@ -145,27 +145,18 @@ func (r *Reconciler) classStats(ctx context.Context) (map[uint32]ClassStats, err
 	if err != nil {
 		return nil, err
 	}
-	cls, err := r.h.ClassList(link, rootHandle())
+	c, err := r.tc(link)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint32]ClassStats{}
+	err = eachClassCounters(c, link.Attrs().Index, func(minor uint16, cc shaper.Counters) {
+		id := netlink.MakeHandle(OwnedMajor, minor)
+		out[id] = ClassStats{ClassID: id, Minor: minor, Bytes: cc.Bytes, Packets: cc.Packets, Drops: uint32(cc.Drops),
+			Overlimits: uint32(cc.Overlimits), Backlog: uint32(cc.Backlog), Qlen: uint32(cc.Qlen)}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("dev %s: list classes: %w", r.dev, err)
-	}
-	out := make(map[uint32]ClassStats, len(cls))
-	for _, c := range cls {
-		a := c.Attrs()
-		maj, min := netlink.MajorMinor(a.Handle)
-		if maj != OwnedMajor || a.LinkIndex != link.Attrs().Index {
-			continue
-		}
-		s := ClassStats{ClassID: a.Handle, Minor: min}
-		if st := a.Statistics; st != nil {
-			if st.Basic != nil {
-				s.Bytes, s.Packets = st.Basic.Bytes, uint64(st.Basic.Packets)
-			}
-			if st.Queue != nil {
-				s.Drops, s.Overlimits, s.Backlog, s.Qlen = st.Queue.Drops, st.Queue.Overlimits, st.Queue.Backlog, st.Queue.Qlen
-			}
-		}
-		out[a.Handle] = s
 	}
 	return out, nil
 }
