@@ -4,9 +4,12 @@ package gtpnl_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +39,9 @@ const (
 	// epMaxEnv adds the largest size: 65,518 flow classes (flows and the
 	// pool's spares), minutes to build.
 	epMaxEnv = "GTPQOS_BENCH_MAX"
+	// epHeapEnv names a file to write each case's heap profile to, after
+	// the start (PATH.<flows>; read it with go tool pprof).
+	epHeapEnv = "GTPQOS_BENCH_HEAPPROFILE"
 )
 
 // epCase is one measured configuration: base flows and the policy's pool.
@@ -73,11 +79,14 @@ func epCases(b *testing.B) []epCase {
 // session table); add-p50/p99-ms the time from a new session's first event
 // (FAR, QER and PDR added) to its class written; remove-p50/p99-ms the same
 // for its deletion; dumps/event the dumps made while adding and removing
-// (0: events alone); then, for a periodic resync and a full one (lost
-// events), its time and the resident set's peak while it ran (the fake
-// answers dumps part by part, as the kernel does, so little of that peak
-// is the fake's). Every call builds its case (ns/op counts the build
-// too); -benchtime 1x makes one call per case.
+// (0: events alone); then, for a periodic resync, a full one (lost
+// events) and a Prometheus scrape, its time and the resident set's peak
+// while it ran, from the steady state (the fake answers dumps part by
+// part, as the kernel does, but its garbage shares the process's heap).
+// The engine runs with the daemon's memory settings (watch.TuneGC,
+// ReleaseMemory). Every call builds its case (ns/op counts the build
+// too); -benchtime 1x makes one call per case. GTPQOS_BENCH_HEAPPROFILE
+// writes each case's heap profile after the start.
 //
 //	go test -run '^$' -bench EventToClass -benchtime 1x ./gtpnl/
 //	GTPQOS_BENCH_MAX=65518 go test -run '^$' -bench 'EventToClass/flows-65454' -benchtime 1x -timeout 60m ./gtpnl/
@@ -93,6 +102,7 @@ func BenchmarkEventToClass(b *testing.B) {
 			}
 			lab.resync(b, "periodic", func() { lab.eng.RequestDeviceResync("periodic") })
 			lab.resync(b, "full", func() { lab.eng.RequestResync("lost events") })
+			lab.scrape(b)
 			b.ReportMetric(lab.build.Seconds(), "build-s")
 			b.ReportMetric(lab.heapMB, "heap-MB")
 			b.ReportMetric(lab.rssMB, "rss-MB")
@@ -124,9 +134,7 @@ type epLab struct {
 // reconnect or a reload make it do (the same after a dump of every rule
 // and the QoS view of every session).
 func (l *epLab) resync(b *testing.B, name string, request func()) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Fatalf("reset the resident set's peak: %v", err)
-	}
+	steadyPeak(b)
 	l.obs.drain()
 	t0 := time.Now()
 	request()
@@ -138,6 +146,42 @@ func (l *epLab) resync(b *testing.B, name string, request func()) {
 	l.obs.wait(b, 30*time.Minute, "the resync's apply", func(r shaper.Report) bool { return r.Flows == l.c.flows })
 	b.ReportMetric(time.Since(t0).Seconds(), name+"-resync-s")
 	b.ReportMetric(procStatusMB(b, "VmHWM:"), name+"-resync-peak-rss-MB")
+}
+
+// scrape times one Prometheus scrape of the daemon's metrics (every flow
+// class's counters read from the kernel and written out) and the resident
+// set's peak while it runs.
+func (l *epLab) scrape(b *testing.B) {
+	steadyPeak(b)
+	var out countingWriter
+	t0 := time.Now()
+	if err := l.metrics.WriteText(&out); err != nil {
+		b.Fatalf("scrape: %v", err)
+	}
+	b.ReportMetric(time.Since(t0).Seconds(), "scrape-s")
+	b.ReportMetric(procStatusMB(b, "VmHWM:"), "scrape-peak-rss-MB")
+	if want := int64(4 * l.c.flows * 60); out.n < want {
+		b.Fatalf("a scrape of %d flows wrote %d bytes: not every class's series", l.c.flows, out.n)
+	}
+}
+
+// countingWriter counts what a scrape writes.
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+// steadyPeak brings the process to the daemon's steady state (the
+// garbage of what ran before collected and its pages returned, as the
+// daemon does after every full apply) and forgets the resident set's peak,
+// so the next peak read is what the measured step added.
+func steadyPeak(b *testing.B) {
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Fatalf("reset the resident set's peak: %v", err)
+	}
 }
 
 // procStatusMB reads one of /proc/self/status's kB fields, in MB.
@@ -181,8 +225,11 @@ func newEPLab(b *testing.B, c epCase) *epLab {
 		View: func(q []gtpnl.QER, p []gtpnl.PDR, f []gtpnl.FAR) ([]shaper.Flow, []qosview.Problem) {
 			return qosview.Build(q, p, f, qosview.Options{MarkMode: gtpnl.MarkFlow})
 		}}
+	// The daemon's memory settings (watch.Start): its GC target, and
+	// free pages handed back after every full apply.
+	watch.TuneGC()
 	l.eng, err = watch.New(watch.Options{Source: src, Downlink: be, DownlinkPolicy: pol,
-		Resync: time.Hour, Observer: l.obs, Metrics: l.metrics})
+		Resync: time.Hour, Observer: l.obs, Metrics: l.metrics, ReleaseMemory: true})
 	if err != nil {
 		b.Fatalf("engine: %v", err)
 	}
@@ -266,6 +313,15 @@ func (l *epLab) reportMemory(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	l.heapMB = float64(ms.HeapInuse) / (1 << 20)
 	l.rssMB = procStatusMB(b, "VmRSS:")
+	if path := os.Getenv(epHeapEnv); path != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", path, l.c.flows))
+		if err == nil {
+			err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+		}
+		if err != nil {
+			b.Fatalf("%s: %v", epHeapEnv, err)
+		}
+	}
 }
 
 func (l *epLab) close() {
