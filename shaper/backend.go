@@ -83,6 +83,9 @@ type ApplyOptions struct {
 	// Strict makes any Error problem of the plan fail Apply before the
 	// first write (all or nothing, as `gtpqos apply` wants).
 	Strict bool
+	// NoClassList leaves Report.Classes empty: the daemon reads only what
+	// changed, and at 65k classes the list is some 11 MB per apply.
+	NoClassList bool
 }
 
 // Report says what one Apply did.

@@ -559,7 +559,7 @@ func (e *Engine) applyDevice(ctx context.Context, d *device, changed map[uint64]
 		rep, err = d.be.Update(ctx, e.sessionsFor(d.dir, changed), pol)
 	}
 	if errors.Is(err, shaper.ErrFullApplyNeeded) {
-		rep, err = d.be.Apply(ctx, e.flowsFor(d.dir), pol, shaper.ApplyOptions{})
+		rep, err = d.be.Apply(ctx, e.flowsFor(d.dir), pol, shaper.ApplyOptions{NoClassList: true})
 	}
 	took := time.Since(start)
 	e.opt.Metrics.applied(dev, rep, took, err)

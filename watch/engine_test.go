@@ -48,6 +48,11 @@ func TestEngineAppliesStartSnapshotAndSplitsDirections(t *testing.T) {
 	if d[0].ID.QERID != 1 || d[1].ID.QERID != 2 || u[0] != up {
 		t.Fatalf("downlink %v uplink %v: flows not split by direction in order", d, u)
 	}
+	dl.mu.Lock()
+	defer dl.mu.Unlock()
+	if !dl.applyOpt.NoClassList || dl.applyOpt.Strict {
+		t.Errorf("full apply options %+v: the engine reads no class list and is not strict", dl.applyOpt)
+	}
 }
 
 func TestEngineStormDuplicatesAndReorderConverge(t *testing.T) {

@@ -150,6 +150,7 @@ type fakeBackend struct {
 	sessions    map[uint64][]shaper.Flow // last, by session (nil: no Apply yet)
 	updates     int                      // successful Updates
 	pol         shaper.Policy            // the last Apply's policy
+	applyOpt    shaper.ApplyOptions      // the last Apply's options
 	classes     []shaper.ClassState
 	calls       int
 	resyncs     int
@@ -177,13 +178,14 @@ func (a *fakeBackend) wait(ctx context.Context) error {
 	}
 }
 
-func (a *fakeBackend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, _ shaper.ApplyOptions) (shaper.Report, error) {
+func (a *fakeBackend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (shaper.Report, error) {
 	if err := a.wait(ctx); err != nil {
 		return shaper.Report{}, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls++
+	a.applyOpt = opt
 	rep := shaper.Report{Dev: a.dev, Backend: a.Name(), Flows: len(flows)}
 	if a.fail != nil {
 		return rep, a.fail

@@ -57,7 +57,7 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 	}
 	be1, pol, gc1, h1 := l.stockBackend(t)
 	obs1 := &recObserver{}
-	e1, err := New(Options{Source: src, Downlink: be1, DownlinkPolicy: pol, Poll: 50 * time.Millisecond, Resync: time.Hour, Observer: obs1})
+	e1, err := New(Options{Source: src, Downlink: withClassList{be1}, DownlinkPolicy: pol, Poll: 50 * time.Millisecond, Resync: time.Hour, Observer: obs1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 	be2, pol, gc2, h2 := l.stockBackend(t)
 	t.Cleanup(func() { _ = gc2.Close(h2) })
 	log := &changeLog{}
-	startEngine(t, Options{Source: src, Downlink: be2, DownlinkPolicy: pol, Poll: 50 * time.Millisecond, Resync: time.Hour, Observer: log})
+	startEngine(t, Options{Source: src, Downlink: withClassList{be2}, DownlinkPolicy: pol, Poll: 50 * time.Millisecond, Resync: time.Hour, Observer: log})
 	eventually(t, 10*time.Second, "second daemon's first reconcile", func() bool { return log.snapshot().applied >= 1 })
 	if ops := log.classOps(); len(ops) != 0 {
 		t.Fatalf("restart on stock gtp5g touched classes: %q", ops)

@@ -74,7 +74,17 @@ func (l *htbLab) backend(t testing.TB, o backends.Options) *htb.Backend {
 // options are the engine options of a daemon shaping the lab's device
 // downlink with be under the lab's policy.
 func (l *htbLab) options(src Source, be shaper.Backend) Options {
-	return Options{Source: src, Downlink: be, DownlinkPolicy: l.pol}
+	return Options{Source: src, Downlink: withClassList{be}, DownlinkPolicy: l.pol}
+}
+
+// withClassList has full applies report the class list too, which the
+// engine does not ask for (NoClassList: it reads only what changed) and
+// these tests read.
+type withClassList struct{ shaper.Backend }
+
+func (w withClassList) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (shaper.Report, error) {
+	opt.NoClassList = false
+	return w.Backend.Apply(ctx, flows, pol, opt)
 }
 
 // actual reads the kernel's tree through a reconciler of its own.

@@ -205,7 +205,10 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		return rep, err // the device may be gone or recreated: the next run reads it
 	}
 	rep.Changes = changes(res, tree, prev)
-	rep.Classes, rep.ClassCount = classStates(tree), len(tree.Classes)
+	rep.ClassCount = len(tree.Classes)
+	if !opt.NoClassList {
+		rep.Classes = classStates(tree)
+	}
 	b.pol = pol
 	// The warnings go into the kept plan too: an Update reports them for
 	// the flows it leaves alone and checks the ones it places.

@@ -41,7 +41,7 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 
 	reads := be.Reconciler().ClassListReads()
 	be.Resync()
-	rep, err := be.Apply(ctx, flows, pol, shaper.ApplyOptions{})
+	rep, err := be.Apply(ctx, flows, pol, shaper.ApplyOptions{NoClassList: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +50,9 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 	}
 	if n := be.Reconciler().ClassListReads(); n != reads+1 {
 		t.Errorf("the resync read the class list %d times, want 1", n-reads)
+	}
+	if rep.Classes != nil {
+		t.Errorf("a resync asked for no class list reported %d classes", len(rep.Classes))
 	}
 	if rep.Flows != len(flows) || rep.ClassCount != len(kept.desired().Classes) || rep.Writes == 0 {
 		t.Errorf("resync report: %d flows, %d classes, %d writes (%s); want %d flows, every class, the repair's writes",
@@ -64,8 +67,12 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 	}
 
 	// Another flow list, or another policy, is planned.
-	if _, err := be.Apply(ctx, flows[1:], pol, shaper.ApplyOptions{}); err != nil {
+	rep, err = be.Apply(ctx, flows[1:], pol, shaper.ApplyOptions{NoClassList: true})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if rep.Classes != nil || rep.ClassCount == 0 {
+		t.Errorf("a full apply asked for no class list: %d classes listed, %d counted", len(rep.Classes), rep.ClassCount)
 	}
 	if be.plan == kept {
 		t.Error("an Apply of other flows kept the old plan")

@@ -97,7 +97,10 @@ func (b *Backend) resyncKept(ctx context.Context, flows []shaper.Flow, pol shape
 	}
 	rep.Problems, _ = st.allProblems()
 	rep.Changes = changes(res, tree, tree)
-	rep.Classes, rep.ClassCount = classStates(tree), len(tree.Classes)
+	rep.ClassCount = len(tree.Classes)
+	if !opt.NoClassList {
+		rep.Classes = classStates(tree)
+	}
 	b.requestSpares()
 	return rep, true, nil
 }
