@@ -603,7 +603,15 @@ func sameFlows(a, b []shaper.Flow) bool { return slices.Equal(a, b) }
 
 // flowsFor returns the current flows of one direction, in a stable order.
 func (e *Engine) flowsFor(dir shaper.Direction) []shaper.Flow {
-	var out []shaper.Flow
+	n := 0
+	for _, fl := range e.flows {
+		for _, f := range fl {
+			if f.Direction == dir {
+				n++
+			}
+		}
+	}
+	out := make([]shaper.Flow, 0, n) // sized: grown by appends it would be copied again and again
 	for _, fl := range e.flows {
 		for _, f := range fl {
 			if f.Direction == dir {

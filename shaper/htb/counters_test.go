@@ -66,9 +66,15 @@ func TestParseClassCounters(t *testing.T) {
 	if _, err := parseClassCounters(bad); err == nil {
 		t.Error("an attribute longer than its message parsed")
 	}
-	// Garbage never panics.
+	// Garbage never panics, in the counters' parser nor in the class's.
 	rng := rand.New(rand.NewPCG(1, 2))
 	good := classMsg(7, h, basic(1500, 3), queue(1, 200, 4, 9, 5))
+	req, err := classReq(0, &netlink.HtbClass{ClassAttrs: netlink.ClassAttrs{LinkIndex: 7, Handle: h, Parent: rootHandle()},
+		Rate: 5e9, Ceil: 6e9, Buffer: 100, Cbuffer: 100, Quantum: 1500}, rateOverhead{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	class := payload(t, req)
 	for range 20000 {
 		b := append([]byte(nil), good[:rng.IntN(len(good)+1)]...)
 		for range rng.IntN(4) {
@@ -77,6 +83,13 @@ func TestParseClassCounters(t *testing.T) {
 			}
 		}
 		_, _ = parseClassCounters(b)
+		c := append([]byte(nil), class[:rng.IntN(len(class)+1)]...)
+		for range rng.IntN(4) {
+			if len(c) > 0 {
+				c[rng.IntN(len(c))] = byte(rng.Uint32())
+			}
+		}
+		_, _, _, _ = parseClass(c)
 	}
 }
 

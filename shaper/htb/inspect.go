@@ -24,7 +24,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 		}
 		return nil, nil
 	}
-	hs, over, err := r.listClasses(link)
+	hs, over, err := r.listClasses(link, 0)
 	if err != nil {
 		return nil, err
 	}

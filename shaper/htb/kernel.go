@@ -183,13 +183,13 @@ func (r *Reconciler) writeClass(link netlink.Link, t *Tree, c Class, create bool
 
 // listClasses returns the owned root's HTB classes by minor, with their
 // rate-spec overheads (which vishvananda/netlink does not decode).
-func (r *Reconciler) listClasses(link netlink.Link) (map[uint16]*netlink.HtbClass, map[uint16]rateOverhead, error) {
+func (r *Reconciler) listClasses(link netlink.Link, hint int) (map[uint16]*netlink.HtbClass, map[uint16]rateOverhead, error) {
 	r.reads++
 	c, err := r.tc(link)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := map[uint16]*netlink.HtbClass{}
+	out := make(map[uint16]*netlink.HtbClass, hint)
 	over := map[uint16]rateOverhead{}
 	idx := link.Attrs().Index
 	err = c.query(classDumpReq(idx, rootHandle()), unix.RTM_NEWTCLASS, func(b []byte) error {

@@ -107,7 +107,8 @@ func (r *Reconciler) readState(link netlink.Link, desired *Tree, res *Result) (*
 			return nil, err
 		}
 	}
-	classes, over, err := r.listClasses(link)
+	// Sized for the desired tree: a device in step holds as many classes.
+	classes, over, err := r.listClasses(link, len(desired.Classes))
 	if err != nil {
 		return nil, err
 	}

@@ -236,39 +236,39 @@ func parseClass(b []byte) (hc *netlink.HtbClass, over rateOverhead, ok bool, err
 		return nil, over, false, fmt.Errorf("class message: %d bytes", len(b))
 	}
 	m := nl.DeserializeTcMsg(b)
-	attrs, err := nl.ParseRouteAttr(b[nl.SizeofTcMsg:])
+	var opts []byte
+	// Walked, not parsed into a list: a read-back parses one message per
+	// class, 65k at the most.
+	err = walkAttrs(b[nl.SizeofTcMsg:], func(typ uint16, v []byte) {
+		switch typ {
+		case nl.TCA_KIND:
+			ok = unix.ByteSliceToString(v) == "htb"
+		case nl.TCA_OPTIONS:
+			opts = v
+		}
+	})
 	if err != nil {
 		return nil, over, false, fmt.Errorf("class message: %w", err)
-	}
-	hc = &netlink.HtbClass{ClassAttrs: netlink.ClassAttrs{LinkIndex: int(m.Ifindex), Handle: m.Handle, Parent: m.Parent}}
-	var opts []byte
-	for _, a := range attrs {
-		switch a.Attr.Type {
-		case nl.TCA_KIND:
-			ok = unix.ByteSliceToString(a.Value) == "htb"
-		case nl.TCA_OPTIONS:
-			opts = a.Value
-		}
 	}
 	if !ok || opts == nil {
 		return nil, over, false, nil
 	}
-	inner, err := nl.ParseRouteAttr(opts)
-	if err != nil {
-		return nil, over, false, fmt.Errorf("htb class options: %w", err)
-	}
-	for _, a := range inner {
+	hc = &netlink.HtbClass{ClassAttrs: netlink.ClassAttrs{LinkIndex: int(m.Ifindex), Handle: m.Handle, Parent: m.Parent}}
+	err = walkAttrs(opts, func(typ uint16, v []byte) {
 		switch {
-		case a.Attr.Type == nl.TCA_HTB_PARMS && len(a.Value) >= nl.SizeofTcHtbCopt:
-			o := nl.DeserializeTcHtbCopt(a.Value)
+		case typ == nl.TCA_HTB_PARMS && len(v) >= nl.SizeofTcHtbCopt:
+			o := nl.DeserializeTcHtbCopt(v)
 			hc.Rate, hc.Ceil, hc.Buffer, hc.Cbuffer = uint64(o.Rate.Rate), uint64(o.Ceil.Rate), o.Buffer, o.Cbuffer
 			hc.Quantum, hc.Level, hc.Prio = o.Quantum, o.Level, o.Prio
 			over = rateOverhead{rate: o.Rate.Overhead, ceil: o.Ceil.Overhead}
-		case a.Attr.Type == nl.TCA_HTB_RATE64 && len(a.Value) >= 8:
-			hc.Rate = binary.NativeEndian.Uint64(a.Value)
-		case a.Attr.Type == nl.TCA_HTB_CEIL64 && len(a.Value) >= 8:
-			hc.Ceil = binary.NativeEndian.Uint64(a.Value)
+		case typ == nl.TCA_HTB_RATE64 && len(v) >= 8:
+			hc.Rate = binary.NativeEndian.Uint64(v)
+		case typ == nl.TCA_HTB_CEIL64 && len(v) >= 8:
+			hc.Ceil = binary.NativeEndian.Uint64(v)
 		}
+	})
+	if err != nil {
+		return nil, over, false, fmt.Errorf("htb class options: %w", err)
 	}
 	return hc, over, true, nil
 }
