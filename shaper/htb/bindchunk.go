@@ -49,7 +49,7 @@ func (b *chunkBinder) due(r shaper.Role) bool {
 // this run, or there before it and not moved).
 func (u *run) bindExisting() error {
 	return u.syncClassifier(u.desired.tableOf(func(m uint16) bool {
-		_, exists := u.st.classes[m]
+		_, exists := u.st.classes.get(m)
 		return exists
 	}))
 }

@@ -2,58 +2,72 @@ package htb
 
 import "iter"
 
-// classTable holds a plan's classes by minor in one slice. Minors are
-// handed out lowest free first, so the slice is about as long as the tree
-// and a class costs its own size (120 bytes), where a map's slot and
-// growth room cost about 220 (14 MB at 65k classes).
-type classTable struct {
-	at  []Class
+// minorTable holds values by class minor in one slice. Minors are handed
+// out lowest free first, so the slice is about as long as the tree and an
+// entry costs its own size: a map's slot and growth room cost about a
+// hundred bytes more per class (over 6 MB at 65k classes, per table).
+type minorTable[T any] struct {
+	at  []T
 	has []bool
 	n   int
 }
 
-// newClassTable returns a table with room for classes up to minor max.
-func newClassTable(max uint16) classTable {
+// newMinorTable returns a table with room for minors up to max.
+func newMinorTable[T any](max uint16) minorTable[T] {
 	n := int(max) + 1
-	return classTable{at: make([]Class, 0, n), has: make([]bool, 0, n)}
+	return minorTable[T]{at: make([]T, 0, n), has: make([]bool, 0, n)}
 }
 
-// get returns the class with minor m; the zero Class when there is none.
-func (t *classTable) get(m uint16) (Class, bool) {
+// get returns the value at minor m (the zero value when there is none).
+func (t *minorTable[T]) get(m uint16) (T, bool) {
 	if int(m) >= len(t.at) || !t.has[m] {
-		return Class{}, false
+		var zero T
+		return zero, false
 	}
 	return t.at[m], true
 }
 
-// set adds c, or replaces the class with its minor.
-func (t *classTable) set(c Class) {
-	m := int(c.Minor)
-	if m >= len(t.at) {
-		t.at = append(t.at, make([]Class, m+1-len(t.at))...)
-		t.has = append(t.has, make([]bool, m+1-len(t.has))...)
+// set puts v at minor m.
+func (t *minorTable[T]) set(m uint16, v T) {
+	if int(m) >= len(t.at) {
+		t.grow(int(m) + 1)
 	}
 	if !t.has[m] {
 		t.n++
 	}
-	t.at[m], t.has[m] = c, true
+	t.at[m], t.has[m] = v, true
 }
 
-// del removes the class with minor m, if any.
-func (t *classTable) del(m uint16) {
+// grow makes the table n long, doubling its room when it must move (but
+// never past the 65,536 minors a tree has: a full device's pool of spares
+// grows the table by a few classes, and an append's growth would add a
+// quarter of the tree).
+func (t *minorTable[T]) grow(n int) {
+	if n > cap(t.at) {
+		c := min(max(n, 2*cap(t.at)), 1<<16)
+		t.at = append(make([]T, 0, c), t.at...)
+		t.has = append(make([]bool, 0, c), t.has...)
+	}
+	t.at = t.at[:n]
+	t.has = t.has[:n]
+}
+
+// del removes minor m, if there.
+func (t *minorTable[T]) del(m uint16) {
 	if int(m) < len(t.at) && t.has[m] {
-		t.at[m], t.has[m] = Class{}, false
+		var zero T
+		t.at[m], t.has[m] = zero, false
 		t.n--
 	}
 }
 
-func (t *classTable) len() int { return t.n }
+func (t *minorTable[T]) len() int { return t.n }
 
-// all yields the classes in minor order.
-func (t *classTable) all() iter.Seq[Class] {
-	return func(yield func(Class) bool) {
+// all yields the minors and their values in minor order.
+func (t *minorTable[T]) all() iter.Seq2[uint16, T] {
+	return func(yield func(uint16, T) bool) {
 		for m, ok := range t.has {
-			if ok && !yield(t.at[m]) {
+			if ok && !yield(uint16(m), t.at[m]) {
 				return
 			}
 		}

@@ -54,11 +54,11 @@ func (w *deltaWriter) write(ctx context.Context, d *delta) error {
 		return err
 	}
 	for _, m := range d.del {
-		a, ok := w.st.classes[m]
+		a, ok := w.st.classes.get(m)
 		if !ok {
 			return fmt.Errorf("dev %s: class %s to delete is not remembered: %w", w.r.dev, w.t.Handle(m), shaper.ErrFullApplyNeeded)
 		}
-		if err := w.r.do(func() error { return w.r.h.ClassDel(a) }); err != nil {
+		if err := w.r.do(func() error { return w.r.classDel(w.st.ifindex, m, a) }); err != nil {
 			return fmt.Errorf("dev %s: delete class %s: %w", w.r.dev, w.t.Handle(m), err)
 		}
 		w.st.deleted(w.t, m)

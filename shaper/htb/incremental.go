@@ -19,7 +19,7 @@ type planState struct {
 	major uint16
 	base  Class // burst, cburst, quantum of every class
 	// classes are every planned class by minor.
-	classes classTable
+	classes minorTable[Class]
 	// input is each session's flows as last given.
 	input map[uint64][]shaper.Flow
 	// minor is each admitted flow's class (admittedFlow gives the flow as
@@ -81,7 +81,7 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 	if !ok {
 		return nil, fmt.Errorf("policy does not check")
 	}
-	s := &planState{pol: pol, major: t.Major, classes: newClassTable(maxMinor(t)), input: map[uint64][]shaper.Flow{},
+	s := &planState{pol: pol, major: t.Major, classes: newMinorTable[Class](maxMinor(t)), input: map[uint64][]shaper.Flow{},
 		minor: map[shaper.FlowID]uint16{}, waiting: map[shaper.FlowID]shaper.Flow{},
 		clamped: map[shaper.FlowID]shaper.Flow{}, listedTwice: map[uint64][]shaper.Problem{},
 		problems: newFlowProblems(), sessions: map[uint64]*sessionPlan{}, ledger: shaper.NewLedger(pol),
@@ -90,7 +90,7 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 		s.input[seid] = fl
 	}
 	for _, c := range t.Classes {
-		s.classes.set(c)
+		s.classes.set(c.Minor, c)
 		s.used[c.Minor] = true
 		s.linkSum += s.linkShare(c)
 		switch c.Role {
@@ -230,7 +230,7 @@ func (s *planState) tree(leaf shaper.LeafSpec, cls shaper.ClassifierKind) *Tree 
 // classList returns the planned classes, sorted by minor.
 func (s *planState) classList() []Class {
 	out := make([]Class, 0, s.classes.len())
-	for c := range s.classes.all() {
+	for _, c := range s.classes.all() {
 		out = append(out, c)
 	}
 	return out

@@ -28,7 +28,7 @@ func (u *update) parentFor(g shaper.Flow) (parent uint16, ambr uint64, ok bool) 
 		s.sessions[g.ID.SEID] = sp
 		c := s.base
 		c.Minor, c.Parent, c.Role, c.Prio, c.SEID, c.Ceil = m, LinkMinor, shaper.RoleSession, s.pol.Prio, g.ID.SEID, sp.ambr
-		s.classes.set(c)
+		s.classes.set(c.Minor, c)
 		u.createSess = append(u.createSess, c)
 	}
 	u.touched[g.ID.SEID] = true
@@ -121,7 +121,7 @@ func (u *update) fixSession(seid uint64, sp *sessionPlan) {
 		m := s.minor[id]
 		c := s.flowClass(f, m, sp.minor, sp.ambr)
 		if old, _ := s.classes.get(m); !sameClass(c, old) {
-			s.classes.set(c)
+			s.classes.set(c.Minor, c)
 			u.changed(c)
 		}
 		rate += c.Rate
@@ -129,7 +129,7 @@ func (u *update) fixSession(seid uint64, sp *sessionPlan) {
 	old, _ := s.classes.get(sp.minor)
 	c := old
 	c.Rate, c.Ceil = min(rate, sp.ambr), sp.ambr
-	s.classes.set(c)
+	s.classes.set(c.Minor, c)
 	s.linkSum += s.linkShare(c) - s.linkShare(old)
 	if !sameClass(c, old) {
 		u.changed(c)
@@ -165,7 +165,7 @@ func (u *update) finish() {
 		if c.Parent == LinkMinor && len(s.spares) < s.pol.Pool {
 			// Parked: the next new flow changes it back.
 			sp := spareClass(s.base, c.Minor)
-			s.classes.set(sp)
+			s.classes.set(sp.Minor, sp)
 			s.spares = append(s.spares, c.Minor)
 			u.d.change = append(u.d.change, sp)
 			continue

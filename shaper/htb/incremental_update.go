@@ -202,7 +202,7 @@ func (u *update) place(f shaper.Flow) {
 		}
 	}
 	c := s.flowClass(g, minor, parent, ambr)
-	s.classes.set(c)
+	s.classes.set(c.Minor, c)
 	s.minor[g.ID] = minor
 	if g.GBR < f.GBR {
 		s.clamped[g.ID] = f

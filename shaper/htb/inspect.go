@@ -24,7 +24,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 		}
 		return nil, nil
 	}
-	hs, over, err := r.listClasses(link, 0)
+	hs, err := r.listClasses(link, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -34,15 +34,15 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 		t.Accounting, t.Overhead = shaper.AccountPacket, uint32(max(-st.stab.Overhead, 0))
 	}
 	hasChild := map[uint16]bool{}
-	for _, h := range hs {
-		if pmaj, pmin := netlink.MajorMinor(h.Parent); pmaj == OwnedMajor && pmin != 0 {
+	for _, h := range hs.all() {
+		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == OwnedMajor && pmin != 0 {
 			hasChild[pmin] = true
 		}
 	}
-	for m, h := range hs {
-		c := Class{Minor: m, Rate: h.Rate * 8, Ceil: h.Ceil * 8, Quantum: h.Quantum, Prio: h.Prio,
-			Burst: netlink.Xmitsize(h.Rate, h.Buffer), CBurst: netlink.Xmitsize(h.Ceil, h.Cbuffer), Overhead: uint32(over[m].rate)}
-		if pmaj, pmin := netlink.MajorMinor(h.Parent); pmaj == OwnedMajor {
+	for m, h := range hs.all() {
+		c := Class{Minor: m, Rate: h.rate * 8, Ceil: h.ceil * 8, Quantum: h.quantum, Prio: h.prio,
+			Burst: netlink.Xmitsize(h.rate, h.buffer), CBurst: netlink.Xmitsize(h.ceil, h.cbuffer), Overhead: uint32(h.over.rate)}
+		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == OwnedMajor {
 			c.Parent = pmin
 		}
 		switch {

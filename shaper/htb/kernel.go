@@ -182,15 +182,15 @@ func (r *Reconciler) writeClass(link netlink.Link, t *Tree, c Class, create bool
 }
 
 // listClasses returns the owned root's HTB classes by minor, with their
-// rate-spec overheads (which vishvananda/netlink does not decode).
-func (r *Reconciler) listClasses(link netlink.Link, hint int) (map[uint16]*netlink.HtbClass, map[uint16]rateOverhead, error) {
+// rate-spec overheads (which vishvananda/netlink does not decode), in a
+// table with room for minors up to maxMinor.
+func (r *Reconciler) listClasses(link netlink.Link, maxMinor uint16) (minorTable[kernelClass], error) {
 	r.reads++
+	out := newMinorTable[kernelClass](maxMinor)
 	c, err := r.tc(link)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
-	out := make(map[uint16]*netlink.HtbClass, hint)
-	over := map[uint16]rateOverhead{}
 	idx := link.Attrs().Index
 	err = c.query(classDumpReq(idx, rootHandle()), unix.RTM_NEWTCLASS, func(b []byte) error {
 		hc, o, ok, err := parseClass(b)
@@ -201,16 +201,21 @@ func (r *Reconciler) listClasses(link netlink.Link, hint int) (map[uint16]*netli
 		if maj != OwnedMajor || hc.LinkIndex != idx {
 			return nil
 		}
-		out[min] = hc
-		if o != (rateOverhead{}) {
-			over[min] = o
-		}
+		out.set(min, fromNetlink(hc, o))
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("dev %s: list classes: %w", r.dev, err)
+		return out, fmt.Errorf("dev %s: list classes: %w", r.dev, err)
 	}
-	return out, over, nil
+	return out, nil
+}
+
+// classDel deletes class minor of a device's tree as remembered.
+func (r *Reconciler) classDel(ifindex int, minor uint16, k kernelClass) error {
+	return r.h.ClassDel(&netlink.HtbClass{
+		ClassAttrs: netlink.ClassAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(OwnedMajor, minor), Parent: k.parent},
+		Rate:       k.rate, Ceil: k.ceil, Buffer: k.buffer, Cbuffer: k.cbuffer, Quantum: k.quantum, Prio: k.prio,
+	})
 }
 
 // depth returns a class's depth below the root in the given parent map.

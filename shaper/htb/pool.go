@@ -98,7 +98,7 @@ func (b *Backend) growOne() (ready, want int, more bool) {
 		return 0, want, false
 	}
 	b.updated = true
-	s.classes.set(c)
+	s.classes.set(c.Minor, c)
 	s.spares = append(s.spares, m) // alloc gives ascending minors
 	return len(s.spares), want, len(s.spares) < want
 }

@@ -129,7 +129,7 @@ func (u *run) steps() error {
 		}
 	}
 	stale := map[uint16]bool{}
-	for m := range u.st.classes {
+	for m := range u.st.classes.all() {
 		if u.want[m] == 0 {
 			stale[m] = true
 		}
@@ -165,18 +165,18 @@ func (u *run) syncClassifier(table classify.Table) error {
 // children now (a freed session minor reused by a flow: HTB would not take
 // a leaf qdisc); the create step then builds them again.
 func (u *run) recreateMoved() error {
-	actual := u.st.classes
+	actual := &u.st.classes
 	moved := map[uint16]bool{}
 	hasChildren := map[uint16]bool{}
-	for _, a := range actual {
-		if pmaj, pmin := netlink.MajorMinor(a.Parent); pmaj == OwnedMajor {
+	for _, a := range actual.all() {
+		if pmaj, pmin := netlink.MajorMinor(a.parent); pmaj == OwnedMajor {
 			hasChildren[pmin] = true
 		}
 	}
-	for m, a := range actual {
+	for m, a := range actual.all() {
 		if i := u.want[m]; i != 0 {
 			d := &u.desired.Classes[i-1]
-			if !sameParent(parentID(u.desired, d), a.Parent) || (d.Role == shaper.RoleFlow && hasChildren[m]) {
+			if !sameParent(parentID(u.desired, d), a.parent) || (d.Role == shaper.RoleFlow && hasChildren[m]) {
 				moved[m] = true
 			}
 		}
@@ -186,8 +186,8 @@ func (u *run) recreateMoved() error {
 	}
 	for changed := true; changed; {
 		changed = false
-		for m, a := range actual {
-			pmaj, pmin := netlink.MajorMinor(a.Parent)
+		for m, a := range actual.all() {
+			pmaj, pmin := netlink.MajorMinor(a.parent)
 			if !moved[m] && pmaj == OwnedMajor && moved[pmin] {
 				moved[m] = true
 				changed = true
@@ -199,7 +199,7 @@ func (u *run) recreateMoved() error {
 	// does not exist yet, and binding it now would send its packets to the
 	// default class until step 3 creates it (the final sync binds it).
 	stay := u.desired.tableOf(func(m uint16) bool {
-		_, exists := actual[m]
+		_, exists := actual.get(m)
 		return exists && !moved[m]
 	})
 	if err := u.syncClassifier(stay); err != nil {
@@ -240,7 +240,7 @@ func (u *run) createAndChange() error {
 		if err := u.ctx.Err(); err != nil {
 			return err
 		}
-		a, ok := u.st.classes[c.Minor]
+		a, ok := u.st.classes.get(c.Minor)
 		switch {
 		case !ok:
 			hc, over, err := u.r.writeClass(u.link, d, c, true)
@@ -257,7 +257,7 @@ func (u *run) createAndChange() error {
 					return err
 				}
 			}
-		case !same(toKernel(d, c), fromNetlink(a, u.st.over[c.Minor])):
+		case !same(toKernel(d, c), a):
 			hc, over, err := u.r.writeClass(u.link, d, c, false)
 			if err != nil {
 				return fmt.Errorf("dev %s: change %s class %s: %w", u.r.dev, c.Role, d.Handle(c.Minor), err)
@@ -275,10 +275,10 @@ func (u *run) deleteClasses(del map[uint16]bool) error {
 	if len(del) == 0 {
 		return nil
 	}
-	actual := u.st.classes
-	parent := make(map[uint16]uint16, len(actual))
-	for m, a := range actual {
-		pmaj, pmin := netlink.MajorMinor(a.Parent)
+	actual := &u.st.classes
+	parent := make(map[uint16]uint16, actual.len())
+	for m, a := range actual.all() {
+		pmaj, pmin := netlink.MajorMinor(a.parent)
 		if pmaj == OwnedMajor {
 			parent[m] = pmin
 		}
@@ -295,8 +295,8 @@ func (u *run) deleteClasses(del map[uint16]bool) error {
 		return list[i] < list[j]
 	})
 	for _, m := range list {
-		a := actual[m]
-		if err := u.r.do(func() error { return u.r.h.ClassDel(a) }); err != nil {
+		a, _ := actual.get(m)
+		if err := u.r.do(func() error { return u.r.classDel(u.link.Attrs().Index, m, a) }); err != nil {
 			return fmt.Errorf("dev %s: delete class %x:%x: %w", u.r.dev, OwnedMajor, m, err)
 		}
 		u.st.deleted(u.desired, m)

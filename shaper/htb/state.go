@@ -25,12 +25,11 @@ type devState struct {
 	root *netlink.Htb
 	// byParent holds the leaf qdiscs by parent class id.
 	byParent map[uint32]netlink.Qdisc
-	// classes are the HTB classes under the root by minor.
-	classes map[uint16]*netlink.HtbClass
-	// stab is the root's size table (nil: none); over holds the classes'
-	// rate-spec overheads where they are not zero.
+	// classes are the HTB classes under the root by minor, in the
+	// kernel's units with their rate-spec overheads.
+	classes minorTable[kernelClass]
+	// stab is the root's size table (nil: none).
 	stab *sizeSpec
-	over map[uint16]rateOverhead
 
 	// Set when the state is remembered (after a successful run): tree is
 	// the header of the desired tree made true (no classes), table the classifier's entries and cls
@@ -58,18 +57,12 @@ func (m *devState) usableFor(link netlink.Link, desired *Tree, cls classify.Clas
 // a leaf, and a class with children is never compared on quantum or prio).
 func (m *devState) written(hc *netlink.HtbClass, over rateOverhead) {
 	_, min := netlink.MajorMinor(hc.Handle)
-	c := *hc
-	m.classes[min] = &c
-	delete(m.over, min)
-	if over != (rateOverhead{}) {
-		m.over[min] = over
-	}
+	m.classes.set(min, fromNetlink(hc, over))
 }
 
 // deleted records a class the run deleted (its leaf qdisc goes with it).
 func (m *devState) deleted(t *Tree, minor uint16) {
-	delete(m.classes, minor)
-	delete(m.over, minor)
+	m.classes.del(minor)
 	delete(m.byParent, t.ClassID(minor))
 }
 
@@ -107,13 +100,13 @@ func (r *Reconciler) readState(link netlink.Link, desired *Tree, res *Result) (*
 			return nil, err
 		}
 	}
-	// Sized for the desired tree: a device in step holds as many classes.
-	classes, over, err := r.listClasses(link, len(desired.Classes))
+	// Sized for the desired tree: a device in step holds its classes.
+	classes, err := r.listClasses(link, maxMinor(desired))
 	if err != nil {
 		return nil, err
 	}
 	return &devState{ifindex: link.Attrs().Index, root: st.root.(*netlink.Htb), byParent: st.byParent, classes: classes,
-		stab: st.stab, over: over}, nil
+		stab: st.stab}, nil
 }
 
 // fixRoot repairs an owned root qdisc. HTB has no change operation for its
