@@ -7,6 +7,7 @@ import (
 	"errors"
 	"iter"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 
@@ -28,8 +29,12 @@ import (
 type fakeKernel struct {
 	tb testing.TB
 
-	mu       sync.Mutex
-	sessions map[uint64]fakeSession
+	mu sync.Mutex
+	// sessions are indexed by SEID (the benchmark's are 1..n and those it
+	// adds after them): a table, not a map, so that the fake, which
+	// shares the benchmark's process, weighs as little as it can beside
+	// the daemon it serves.
+	sessions []fakeSession
 	seq      uint32
 	joined   map[*fakeSocket]bool
 }
@@ -38,10 +43,30 @@ type fakeKernel struct {
 type fakeSession struct {
 	gbr, mbr uint64
 	mark     uint32
+	ok       bool // the SEID has a session
 }
 
 func newFakeKernel(tb testing.TB) *fakeKernel {
-	return &fakeKernel{tb: tb, sessions: map[uint64]fakeSession{}, joined: map[*fakeSocket]bool{}}
+	return &fakeKernel{tb: tb, joined: map[*fakeSocket]bool{}}
+}
+
+// session returns session seid; k.mu is held.
+func (k *fakeKernel) session(seid uint64) (fakeSession, bool) {
+	if seid >= uint64(len(k.sessions)) {
+		return fakeSession{}, false
+	}
+	return k.sessions[seid], k.sessions[seid].ok
+}
+
+// put sets session seid (ok false removes it); k.mu is held.
+func (k *fakeKernel) put(seid uint64, s fakeSession) {
+	if seid >= uint64(len(k.sessions)) {
+		if !s.ok {
+			return
+		}
+		k.sessions = append(k.sessions, make([]fakeSession, int(seid)+1-len(k.sessions))...)
+	}
+	k.sessions[seid] = s
 }
 
 // Link and interface name of the fake's gtp5g device.
@@ -67,9 +92,9 @@ func fakeUEAddr(seid uint64) string {
 func (k *fakeKernel) setSession(seid, gbr, mbr uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	_, had := k.sessions[seid]
-	s := fakeSession{gbr: gbr, mbr: mbr, mark: uint32(seid) & 0xffffff}
-	k.sessions[seid] = s
+	_, had := k.session(seid)
+	s := fakeSession{gbr: gbr, mbr: mbr, mark: uint32(seid) & 0xffffff, ok: true}
+	k.put(seid, s)
 	far, qer, pdr := s.rules(seid)
 	if had {
 		k.multicast(qerEvent(k.tb, 2, k.next(), qer, s.mark))
@@ -85,11 +110,11 @@ func (k *fakeKernel) setSession(seid, gbr, mbr uint64) {
 func (k *fakeKernel) deleteSession(seid uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	s, ok := k.sessions[seid]
+	s, ok := k.session(seid)
 	if !ok {
 		return
 	}
-	delete(k.sessions, seid)
+	k.put(seid, fakeSession{})
 	far, qer, pdr := s.rules(seid)
 	k.multicast(pdrEvent(k.tb, 3, k.next(), pdr, qer.qfi, s.mark))
 	k.multicast(qerEvent(k.tb, 3, k.next(), qer, s.mark))
@@ -101,8 +126,9 @@ func (k *fakeKernel) deleteSession(seid uint64) {
 func (k *fakeKernel) loadSessions(n int, gbr, mbr uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.sessions = slices.Grow(k.sessions, max(0, n+1-len(k.sessions)))
 	for seid := uint64(1); seid <= uint64(n); seid++ {
-		k.sessions[seid] = fakeSession{gbr: gbr, mbr: mbr, mark: uint32(seid) & 0xffffff}
+		k.put(seid, fakeSession{gbr: gbr, mbr: mbr, mark: uint32(seid) & 0xffffff, ok: true})
 	}
 }
 
@@ -195,7 +221,9 @@ func (k *fakeKernel) dumpParts(req netlink.Message, cmd uint8) ([]netlink.Messag
 	k.mu.Lock()
 	list := make([]entry, 0, len(k.sessions))
 	for seid, s := range k.sessions {
-		list = append(list, entry{seid, s})
+		if s.ok {
+			list = append(list, entry{uint64(seid), s})
+		}
 	}
 	k.mu.Unlock()
 	return nil, func() ([]netlink.Message, bool) {
