@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -52,7 +51,8 @@ type Options struct {
 	// ReleaseMemory returns the heap's free pages to the OS after every
 	// successful full apply (the start, a resync), as the daemon does:
 	// each makes a transient of tens of megabytes at 65k flows that the
-	// resident set would otherwise keep for minutes.
+	// resident set would otherwise keep for minutes. With TuneGC in force
+	// it also fits the collector's target to the heap then live.
 	ReleaseMemory bool
 }
 
@@ -535,9 +535,10 @@ func (e *Engine) applyAll(ctx context.Context, changed map[uint64]bool) error {
 	if full && e.opt.ReleaseMemory {
 		// A full apply's garbage (a dump, a device read back) is gone:
 		// hand its pages back now, not over the minutes the runtime's
-		// background scavenger would take. Not after a failed one: a
-		// device that keeps failing is retried every few seconds.
-		debug.FreeOSMemory()
+		// background scavenger would take, and fit the collector's
+		// target to the heap now live (memory.go). Not after a failed
+		// one: a device that keeps failing is retried every few seconds.
+		releaseMemory()
 	}
 	return errors.Join(errs...)
 }

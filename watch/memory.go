@@ -3,25 +3,65 @@ package watch
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
 )
 
-// DaemonGCPercent is the garbage collector's target the daemon runs with
-// (Go's GOGC): the heap may grow a quarter past what is live before a
-// collection, where Go's default lets it double. The daemon's live heap
-// is mostly its tables (about 1 KB per flow), so at 65k flows the default
-// would keep some 60 MB of garbage resident; events allocate little, so
-// the extra collections cost CPU only while a start or a resync runs.
-const DaemonGCPercent = 25
+// The daemon's memory settings. Its live heap is mostly its tables (about
+// 1 KB per flow), and Go's default collector target lets the heap reach
+// twice that before a collection: at 65k flows some 60 MB of garbage held
+// resident. The daemon instead lets the heap grow past what is live by a
+// quarter, or by minGCHeadroom when that is more: large trees keep little
+// garbage, while a small one is not collected every few hundred events
+// (each collection slows the events that meet it). Events allocate little,
+// so the extra collections at 65k flows cost CPU in a start or a resync
+// only.
+const (
+	// DaemonGCPercent is the least collector target (Go's GOGC) the daemon
+	// runs with.
+	DaemonGCPercent = 25
+	// minGCHeadroom is the least the heap may grow between collections.
+	minGCHeadroom = 16 << 20
+)
 
-// TuneGC sets the daemon's garbage-collector target (DaemonGCPercent)
-// unless the GOGC environment variable sets one, and returns the target in
-// force (-1: off, by GOGC=off). Start calls it.
+// gcTuned says TuneGC set the target, so a full apply may move it.
+var gcTuned atomic.Bool
+
+// TuneGC sets the daemon's garbage-collector target (DaemonGCPercent, then
+// gcPercentFor the live heap after each full apply) unless the GOGC
+// environment variable sets one, and returns the target in force (-1: off,
+// by GOGC=off). Start calls it.
 func TuneGC() int {
 	if _, set := os.LookupEnv("GOGC"); set {
+		gcTuned.Store(false)
 		pct := debug.SetGCPercent(100) // read it back: SetGCPercent returns the old value
 		debug.SetGCPercent(pct)
 		return pct
 	}
+	gcTuned.Store(true)
 	debug.SetGCPercent(DaemonGCPercent)
 	return DaemonGCPercent
+}
+
+// gcPercentFor is the target that lets a heap of live bytes grow by a
+// quarter, or by minGCHeadroom when that is more.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return DaemonGCPercent
+	}
+	return max(DaemonGCPercent, int(minGCHeadroom*100/live))
+}
+
+// releaseMemory collects, hands the free pages back to the OS and, when
+// TuneGC set the target, fits it to the heap now live.
+func releaseMemory() {
+	debug.FreeOSMemory()
+	if !gcTuned.Load() {
+		return
+	}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		debug.SetGCPercent(gcPercentFor(s[0].Value.Uint64()))
+	}
 }

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime/debug"
@@ -9,28 +10,30 @@ import (
 )
 
 // TestTuneGC runs in a child process per case (the GC target is the
-// process's): without GOGC the daemon's target is set, with GOGC the
-// operator's stays.
+// process's): without GOGC the daemon's target is set, and a full apply's
+// release fits it to the (small) live heap; with GOGC the operator's
+// target stays through both.
 func TestTuneGC(t *testing.T) {
 	if os.Getenv("GTPQOS_TUNEGC_CHILD") == "1" {
 		got := TuneGC()
 		now := debug.SetGCPercent(-1)
-		t.Logf("TuneGC=%d in-force=%d", got, now)
+		debug.SetGCPercent(now)
+		releaseMemory()
+		after := debug.SetGCPercent(-1)
+		fmt.Printf("TuneGC=%d in-force=%d after-release-above-25=%v after-release=%d\n", got, now, after > DaemonGCPercent, after)
 		return
 	}
 	for _, c := range []struct {
 		env  []string
 		want string
 	}{
-		{nil, "TuneGC=25 in-force=25"},
-		{[]string{"GOGC=150"}, "TuneGC=150 in-force=150"},
-		{[]string{"GOGC=off"}, "TuneGC=-1 in-force=-1"},
+		{nil, "TuneGC=25 in-force=25 after-release-above-25=true"},
+		{[]string{"GOGC=150"}, "TuneGC=150 in-force=150 after-release-above-25=true after-release=150"},
+		{[]string{"GOGC=off"}, "TuneGC=-1 in-force=-1 after-release-above-25=false after-release=-1"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestTuneGC$", "-test.v")
-		cmd.Env = append(append(os.Environ(), "GTPQOS_TUNEGC_CHILD=1"), c.env...)
-		if !hasEnv(c.env, "GOGC") {
-			cmd.Env = withoutEnv(cmd.Env, "GOGC")
-		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTuneGC$")
+		cmd.Env = append(withoutEnv(os.Environ(), "GOGC"), "GTPQOS_TUNEGC_CHILD=1")
+		cmd.Env = append(cmd.Env, c.env...)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), c.want) {
 			t.Errorf("GOGC %v: %v\n%s\nwant %q", c.env, err, out, c.want)
@@ -38,13 +41,23 @@ func TestTuneGC(t *testing.T) {
 	}
 }
 
-func hasEnv(env []string, name string) bool {
-	for _, e := range env {
-		if strings.HasPrefix(e, name+"=") {
-			return true
+// TestGCPercentFor: the heap may grow a quarter past what is live, or
+// minGCHeadroom when that is more.
+func TestGCPercentFor(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, DaemonGCPercent},
+		{1 << 20, 1600},
+		{16 << 20, 100},
+		{64 << 20, 25},
+		{100 << 20, 25},
+	} {
+		if got := gcPercentFor(c.live); got != c.want {
+			t.Errorf("gcPercentFor(%d MB) = %d, want %d", c.live>>20, got, c.want)
 		}
 	}
-	return false
 }
 
 func withoutEnv(env []string, name string) []string {

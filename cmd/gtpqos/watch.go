@@ -99,7 +99,11 @@ func runWatch(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer d.Close()
 	log.WithField("dev", cfg.N3).Info(d.Mode)
-	log.Debugf("garbage collector target GOGC=%d (set GOGC to change it)", d.GCPercent)
+	if d.GCPercent == watch.DaemonGCPercent {
+		log.Debug("garbage collector: the heap grows a quarter past what is live, 16 MB at least (set GOGC to choose)")
+	} else {
+		log.Debugf("garbage collector: GOGC=%d from the environment", d.GCPercent)
+	}
 	if cfg.MetricsAddr != "" && cfg.MetricsAddr != "off" {
 		srv, err := watch.ServeMetrics(cfg.MetricsAddr, d.Metrics())
 		if err != nil {
