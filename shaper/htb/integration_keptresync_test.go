@@ -18,9 +18,7 @@ import (
 func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	be := l.open(Options{Incremental: true})
-	pol := shaper.DefaultPolicy(100 * mbit)
-	pol.Pool = 0 // no background writes while a second backend reads the device
+	be, pol := l.openWithoutPool()
 	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 0, 10), updateFlow(2, 2, 0, 10), updateFlow(3, 1, 2, 0)}
 	if _, err := be.Apply(ctx, flows, pol, shaper.ApplyOptions{}); err != nil {
 		t.Fatal(err)

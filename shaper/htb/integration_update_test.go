@@ -17,6 +17,16 @@ func updateFlow(seid uint64, qer uint32, gbr, ambr uint64) shaper.Flow {
 		GBR: gbr * mbit, MBR: (gbr + 5) * mbit, SessionAMBR: ambr * mbit, Mark: uint32(seid<<8 | uint64(qer))}
 }
 
+// openWithoutPool opens an incremental Backend on the lab's device and
+// returns it with a 100 Mbit/s policy that keeps no pool of spares, so
+// nothing is written in the background while a second backend reads the
+// device.
+func (l *lab) openWithoutPool() (*Backend, shaper.Policy) {
+	pol := shaper.DefaultPolicy(100 * mbit)
+	pol.Pool = 0
+	return l.open(Options{Incremental: true}), pol
+}
+
 // TestIntegrationBackendUpdate checks Backend.Update on a real device:
 // each step changes one session and writes only that session's classes and
 // entries, reads no class list, and leaves the device exactly as a full
@@ -25,9 +35,7 @@ func updateFlow(seid uint64, qer uint32, gbr, ambr uint64) shaper.Flow {
 func TestIntegrationBackendUpdate(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	be := l.open(Options{Incremental: true})
-	pol := shaper.DefaultPolicy(100 * mbit)
-	pol.Pool = 0 // no background writes while a second backend reads the device
+	be, pol := l.openWithoutPool()
 	input := map[uint64][]shaper.Flow{}
 	for s := uint64(1); s <= 20; s++ {
 		input[s] = []shaper.Flow{updateFlow(s, 1, 1, 0)}
