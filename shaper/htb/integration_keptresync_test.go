@@ -31,10 +31,14 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 	kept := be.plan
 	want := l.tcClasses(t)
 
-	// Drift: a flow class's rate changed, another class deleted.
+	// Drift: a flow class's rate changed, another class deleted (a class
+	// a fw filter points at cannot be: its filter goes first).
 	c3, _ := kept.classes.get(kept.minor[shaper.FlowID{SEID: 3, QERID: 1}])
 	c4, _ := kept.classes.get(kept.minor[shaper.FlowID{SEID: 4, QERID: 2}])
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", fmt.Sprintf("6771:%x", c3.Minor), "htb", "rate", "7mbit", "ceil", "9mbit")
+	if strings.Contains(l.ns.Run(t, "tc", "filter", "show", "dev", l.dev, "parent", "6771:"), " fw ") {
+		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", fmt.Sprintf("%#x", c4.Mark), "fw")
+	}
 	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", fmt.Sprintf("6771:%x", c4.Minor))
 
 	reads := be.Reconciler().ClassListReads()
