@@ -76,17 +76,18 @@ func epCases(b *testing.B) []epCase {
 // Per case: build-s is the start from empty (a dump of every rule, then
 // every class and classifier entry); heap-MB and rss-MB the process after
 // it (Go heap in use after a GC; resident set, which includes the fake's
-// session table); add-p50/p99-ms the time from a new session's first event
-// (FAR, QER and PDR added) to its class written; remove-p50/p99-ms the same
-// for its deletion; dumps/event the dumps made while adding and removing
-// (0: events alone); then, for a periodic resync, a full one (lost
-// events) and a Prometheus scrape, its time and the resident set's peak
-// while it ran, from the steady state (the fake answers dumps part by
-// part, as the kernel does, but its garbage shares the process's heap).
-// The engine runs with the daemon's memory settings (watch.TuneGC,
-// ReleaseMemory). Every call builds its case (ns/op counts the build
-// too); -benchtime 1x makes one call per case. GTPQOS_BENCH_HEAPPROFILE
-// writes each case's heap profile after the start.
+// session table); add-p50/p99-ms the time from a new session's first
+// event (FAR, QER and PDR added) to its class written; remove-p50/p99-ms
+// the same for its deletion; dumps/event the dumps made while adding and
+// removing (0: events alone); rss-after-events-MB the resident set after
+// them; then, for a periodic resync, a full one (lost events) and a
+// Prometheus scrape, its time and the resident set's peak while it ran,
+// from the steady state (the fake answers dumps part by part, as the
+// kernel does, but its garbage shares the process's heap). The engine
+// runs with the daemon's memory settings (watch.TuneGC, ReleaseMemory).
+// Every call builds its case (ns/op counts the build too); -benchtime 1x
+// makes one call per case. GTPQOS_BENCH_HEAPPROFILE writes each case's
+// heap profile after the start.
 //
 //	go test -run '^$' -bench EventToClass -benchtime 1x ./gtpnl/
 //	GTPQOS_BENCH_MAX=65518 go test -run '^$' -bench 'EventToClass/flows-65454' -benchtime 1x -timeout 60m ./gtpnl/
@@ -100,6 +101,9 @@ func BenchmarkEventToClass(b *testing.B) {
 			for range b.N {
 				lab.rounds(b)
 			}
+			// The resident set after the events, before anything returns
+			// pages: where the daemon sits between resyncs.
+			b.ReportMetric(procStatusMB(b, "VmRSS:"), "rss-after-events-MB")
 			lab.resync(b, "periodic", func() { lab.eng.RequestDeviceResync("periodic") })
 			lab.resync(b, "full", func() { lab.eng.RequestResync("lost events") })
 			lab.scrape(b)
