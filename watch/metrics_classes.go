@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/free5gc/gtpqos/shaper"
@@ -76,6 +77,11 @@ func (m *Metrics) WriteText(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return m.writeText(w, fams)
+}
+
+// writeText writes the gathered registry, then the class counters.
+func (m *Metrics) writeText(w io.Writer, fams []*dto.MetricFamily) error {
 	bw := bufio.NewWriter(w)
 	for _, f := range fams {
 		if _, err := expfmt.MetricFamilyToText(bw, f); err != nil {

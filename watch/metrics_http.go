@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,11 @@ func ServeMetrics(addr string, m *Metrics) (*http.Server, error) {
 // scraper accepts it), streamed as WriteText writes it.
 func metricsHandler(m *Metrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fams, err := m.Registry.Gather()
+		if err != nil {
+			http.Error(w, "gather metrics: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 		var out io.Writer = w
 		if acceptsGzip(r) {
@@ -46,19 +52,25 @@ func metricsHandler(m *Metrics) http.Handler {
 			defer gz.Close()
 			out = gz
 		}
-		if err := m.WriteText(out); err != nil {
-			// Before the first byte (the registry could not be gathered)
-			// this is the reply; later, the scrape is cut short.
-			http.Error(w, "gather metrics: "+err.Error(), http.StatusInternalServerError)
-		}
+		// A write that fails now (the scraper went away) cuts the reply
+		// short; there is no one left to tell.
+		_ = m.writeText(out, fams)
 	})
 }
 
+// acceptsGzip says whether the request accepts a gzipped reply (not with
+// q=0).
 func acceptsGzip(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		if enc, _, _ := strings.Cut(strings.TrimSpace(part), ";"); enc == "gzip" {
-			return true
+		enc, params, _ := strings.Cut(part, ";")
+		if strings.TrimSpace(enc) != "gzip" {
+			continue
 		}
+		if k, v, ok := strings.Cut(params, "="); ok && strings.TrimSpace(k) == "q" {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q > 0
+		}
+		return true
 	}
 	return false
 }
