@@ -167,8 +167,8 @@ func TestNoIssueNumbers(t *testing.T) {
 }
 
 // TestRouteNetlinkOnly fails where code opens a netlink handle without
-// naming its families: netlink.NewHandle() and NewHandleAt(ns) also open
-// xfrm and netfilter sockets, which fail where those modules cannot load
+// naming its families: NewHandle and NewHandleAt given no family list also
+// open xfrm and netfilter sockets, which fail where those modules cannot load
 // (minimal VMs, containers); gtpqos and its tests, which run in such VMs,
 // need route netlink only.
 func TestRouteNetlinkOnly(t *testing.T) {
