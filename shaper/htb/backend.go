@@ -153,7 +153,7 @@ func (b *Backend) Classes() []shaper.ClassState {
 	if b.plan == nil {
 		return nil
 	}
-	return classStates(b.plan.tree(shaper.LeafSpec{}, ""))
+	return classStates(b.plan.desired())
 }
 
 // apply plans flows against the previous tree (or the kernel's) and
@@ -165,18 +165,13 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	rep := shaper.Report{Dev: b.dev, Backend: Name, Flows: len(flows)}
 	var prev *Tree
 	if b.plan != nil {
-		prev = b.plan.tree(shaper.LeafSpec{}, "")
+		prev = b.plan.desired()
 	}
 	// This run makes the kept plan anew (or fails, and the next run reads
 	// the device): let the old one go now rather than hold both at once,
 	// tens of megabytes at 65k flows.
 	b.plan = nil
-	if b.updated {
-		// The reconciler remembers the tree of the last Apply, not what
-		// the Updates since wrote: read the device.
-		b.rec.Resync()
-		b.updated = false
-	}
+	b.forgetUpdates()
 	if prev == nil {
 		actual, err := b.rec.Actual(ctx)
 		if err != nil && !(b.opts.Force && errors.Is(err, shaper.ErrNotOwned)) {
@@ -198,16 +193,8 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	if p, bad := shaper.FirstError(problems); bad && (tree == nil || opt.Strict) {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, p)
 	}
-	res, err := b.rec.Reconcile(ctx, tree)
-	rep.Writes, rep.Summary = res.Writes, res.Summary()
-	rep.Notes = append(append(rep.Notes, res.Notes...), res.Classifier.Notes...)
-	if err != nil {
+	if err := b.reconcile(ctx, tree, prev, opt, &rep); err != nil {
 		return rep, err // the device may be gone or recreated: the next run reads it
-	}
-	rep.Changes = changes(res, tree, prev)
-	rep.ClassCount = len(tree.Classes)
-	if !opt.NoClassList {
-		rep.Classes = classStates(tree)
 	}
 	b.pol = pol
 	// The warnings go into the kept plan too: an Update reports them for
@@ -218,6 +205,34 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		b.requestSpares()
 	}
 	return rep, nil
+}
+
+// forgetUpdates makes the next reconcile read the device when Updates
+// wrote since the last Apply: the reconciler remembers the tree of that
+// Apply, not what the Updates wrote.
+func (b *Backend) forgetUpdates() {
+	if b.updated {
+		b.rec.Resync()
+		b.updated = false
+	}
+}
+
+// reconcile makes the device hold tree and says so in rep: the writes, the
+// notes, the changes against prev and, unless opt asks for none, the class
+// list.
+func (b *Backend) reconcile(ctx context.Context, tree, prev *Tree, opt shaper.ApplyOptions, rep *shaper.Report) error {
+	res, err := b.rec.Reconcile(ctx, tree)
+	rep.Writes, rep.Summary = res.Writes, res.Summary()
+	rep.Notes = append(append(rep.Notes, res.Notes...), res.Classifier.Notes...)
+	if err != nil {
+		return err
+	}
+	rep.Changes = changes(res, tree, prev)
+	rep.ClassCount = len(tree.Classes)
+	if !opt.NoClassList {
+		rep.Classes = classStates(tree)
+	}
+	return nil
 }
 
 // resolve applies the backend's overrides to pol and fixes its overhead

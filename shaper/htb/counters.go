@@ -58,19 +58,6 @@ func parseClassCounters(b []byte) (classCounters, error) {
 	return out, nil
 }
 
-// walkAttrs calls fn with each route attribute's type and value in b.
-func walkAttrs(b []byte, fn func(typ uint16, v []byte)) error {
-	for len(b) >= unix.SizeofRtAttr {
-		l := int(binary.NativeEndian.Uint16(b[0:2]))
-		if l < unix.SizeofRtAttr || l > len(b) {
-			return fmt.Errorf("attribute of %d bytes in %d", l, len(b))
-		}
-		fn(binary.NativeEndian.Uint16(b[2:4])&^unix.NLA_F_NESTED, b[unix.SizeofRtAttr:l])
-		b = b[min(nlmAlign(l), len(b)):]
-	}
-	return nil
-}
-
 // eachClassCounters dumps the device's classes under the owned root
 // through c and calls fn with each owned class's counters.
 func eachClassCounters(c *rtnl, ifindex int, fn func(minor uint16, cc shaper.Counters)) error {

@@ -220,22 +220,6 @@ func (s *planState) linkShare(c Class) uint64 {
 	return 0
 }
 
-// tree returns the plan as a Tree (sorted by minor).
-func (s *planState) tree(leaf shaper.LeafSpec, cls shaper.ClassifierKind) *Tree {
-	t := &Tree{Major: s.major, DefaultMinor: DefaultMinor, LinkRate: s.pol.LinkRate, Leaf: leaf, Classifier: cls}
-	t.Classes = s.classList()
-	return t
-}
-
-// classList returns the planned classes, sorted by minor.
-func (s *planState) classList() []Class {
-	out := make([]Class, 0, s.classes.len())
-	for _, c := range s.classes.all() {
-		out = append(out, c)
-	}
-	return out
-}
-
 // oversubscribed is the warning that class rates add up to more than the
 // link.
 func oversubscribed(sum, link uint64) shaper.Problem {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -216,7 +217,7 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 		}
 		st.keys = newKeyCheck(tree, fw)
 		for step := 0; step < 60; step++ {
-			prev := st.tree(pol.Leaf, pol.Classifier)
+			prev := st.desired()
 			changes := map[uint64][]shaper.Flow{}
 			for n := 1 + r.IntN(3); n > 0; n-- {
 				seid := uint64(1 + r.IntN(8))
@@ -230,12 +231,17 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 				}
 			}
 			d := st.apply(changes)
-			got := st.tree(pol.Leaf, pol.Classifier)
+			got := st.desired()
 			want, wantProblems := Plan(flatten(input), pol, prev)
 			wantProblems = append(wantProblems, UnreachableProblems(want, fw)...)
 			ctx := fmt.Sprintf("seed %d step %d", seed, step)
 			if canon(got) != canon(want) {
 				t.Fatalf("%s: incremental tree differs from a full plan:\n--- incremental\n%s\n--- full\n%s", ctx, canon(got), canon(want))
+			}
+			// The kept plan's tree carries the header a full plan makes: a
+			// periodic resync reconciles the device to it.
+			if gh, wh := *treeHeader(got), *treeHeader(want); !reflect.DeepEqual(gh, wh) {
+				t.Fatalf("%s: the kept plan's tree header %+v, a full plan's %+v", ctx, gh, wh)
 			}
 			reported, same := checkReportedProblems(t, ctx, st)
 			if same {

@@ -41,7 +41,10 @@ func (s *planState) sameInput(flows []shaper.Flow) bool {
 // policy makes (planHeader), classes sorted by minor.
 func (s *planState) desired() *Tree {
 	t := planHeader(s.pol)
-	t.Classes = s.classList()
+	t.Classes = make([]Class, 0, s.classes.len())
+	for _, c := range s.classes.all() {
+		t.Classes = append(t.Classes, c)
+	}
 	return t
 }
 
@@ -77,18 +80,10 @@ func (b *Backend) resyncKept(ctx context.Context, flows []shaper.Flow, pol shape
 	if keys.kind != st.keys.kind || (keys.kn == nil) != (st.keys.kn == nil) {
 		return rep, false, nil
 	}
-	if b.updated {
-		// The reconciler remembers the tree of the last Apply, not what
-		// the Updates since wrote: read the device.
-		b.rec.Resync()
-		b.updated = false
-	}
+	b.forgetUpdates()
 	rep = shaper.Report{Dev: b.dev, Backend: Name, Flows: len(flows), Accounting: tree.Accounting, Overhead: tree.Overhead,
 		Notes: []string{note}}
-	res, err := b.rec.Reconcile(ctx, tree)
-	rep.Writes, rep.Summary = res.Writes, res.Summary()
-	rep.Notes = append(append(rep.Notes, res.Notes...), res.Classifier.Notes...)
-	if err != nil {
+	if err := b.reconcile(ctx, tree, tree, opt, &rep); err != nil {
 		b.plan = nil // the device may be gone or recreated: the next run reads it
 		return rep, true, err
 	}
@@ -96,11 +91,6 @@ func (b *Backend) resyncKept(ctx context.Context, flows []shaper.Flow, pol shape
 		st.setDeviceProblems(linkProblems(link))
 	}
 	rep.Problems, _ = st.allProblems()
-	rep.Changes = changes(res, tree, tree)
-	rep.ClassCount = len(tree.Classes)
-	if !opt.NoClassList {
-		rep.Classes = classStates(tree)
-	}
 	b.requestSpares()
 	return rep, true, nil
 }

@@ -272,3 +272,16 @@ func parseClass(b []byte) (hc *netlink.HtbClass, over rateOverhead, ok bool, err
 	}
 	return hc, over, true, nil
 }
+
+// walkAttrs calls fn with each route attribute's type and value in b.
+func walkAttrs(b []byte, fn func(typ uint16, v []byte)) error {
+	for len(b) >= unix.SizeofRtAttr {
+		l := int(binary.NativeEndian.Uint16(b[0:2]))
+		if l < unix.SizeofRtAttr || l > len(b) {
+			return fmt.Errorf("attribute of %d bytes in %d", l, len(b))
+		}
+		fn(binary.NativeEndian.Uint16(b[2:4])&^unix.NLA_F_NESTED, b[unix.SizeofRtAttr:l])
+		b = b[min(nlmAlign(l), len(b)):]
+	}
+	return nil
+}
