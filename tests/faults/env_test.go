@@ -194,17 +194,33 @@ func (e *env) applyArgs(file string) []string {
 func (e *env) reset() { e.ns.Try("tc", "qdisc", "del", "dev", e.dev, "root") }
 
 // timed returns how long a clean `gtpqos apply` of file takes on a device
-// that holds the tree of from ("" for none): the window kills are drawn
-// from.
+// that holds the tree of from ("" for none), the fastest of a few runs:
+// the window kills and second starts are drawn from.
 func (e *env) timed(from, file string) time.Duration {
 	e.t.Helper()
-	e.reset()
-	if from != "" {
-		e.apply(from)
+	return e.fastest(func() time.Duration {
+		e.reset()
+		if from != "" {
+			e.apply(from)
+		}
+		start := time.Now()
+		e.apply(file)
+		return time.Since(start)
+	})
+}
+
+// timings is how many runs fastest times.
+const timings = 3
+
+// fastest returns the shortest of timings calls of run. One timing can
+// be several times too long when other tests load the machine at that
+// moment; the fastest is the nearest to what an unhindered run takes.
+func (e *env) fastest(run func() time.Duration) time.Duration {
+	best := run()
+	for i := 1; i < timings; i++ {
+		best = min(best, run())
 	}
-	start := time.Now()
-	e.apply(file)
-	return time.Since(start)
+	return best
 }
 
 // traffic sends marked UDP (the flows' marks and unmarked packets) out of
