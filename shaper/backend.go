@@ -55,7 +55,9 @@ type Backend interface {
 	// FlowCounters reads the counters of every flow class the last
 	// successful Apply or Update planned, in one pass over the kernel's
 	// classes and without holding up the backend's writes: what metrics
-	// export at each scrape.
+	// export at each scrape. Each class is reported at most once. Before
+	// any apply it returns none; after a failed write (until an apply
+	// succeeds) and after Close, an error.
 	FlowCounters(ctx context.Context) ([]FlowCounters, error)
 	// Reset removes everything the backend owns on the device, and only
 	// that; it returns one line per thing removed (or one saying nothing

@@ -52,7 +52,8 @@ type Options struct {
 	// successful full apply (the start, a resync), as the daemon does:
 	// each makes a transient of tens of megabytes at 65k flows that the
 	// resident set would otherwise keep for minutes. With TuneGC in force
-	// it also fits the collector's target to the heap then live.
+	// it also fits the collector's target to the heap then live, after
+	// every successful apply.
 	ReleaseMemory bool
 }
 
@@ -532,13 +533,17 @@ func (e *Engine) applyAll(ctx context.Context, changed map[uint64]bool) error {
 			full = true
 		}
 	}
-	if full && e.opt.ReleaseMemory {
+	switch {
+	case !e.opt.ReleaseMemory:
+	case full:
 		// A full apply's garbage (a dump, a device read back) is gone:
 		// hand its pages back now, not over the minutes the runtime's
 		// background scavenger would take, and fit the collector's
 		// target to the heap now live (memory.go). Not after a failed
 		// one: a device that keeps failing is retried every few seconds.
 		releaseMemory()
+	case len(errs) == 0:
+		fitGC() // events move the live heap too
 	}
 	return errors.Join(errs...)
 }

@@ -24,11 +24,15 @@ const (
 	minGCHeadroom = 16 << 20
 )
 
-// gcTuned says TuneGC set the target, so a full apply may move it.
-var gcTuned atomic.Bool
+// gcTuned says TuneGC set the target, so applies may move it; gcPercent
+// is the target last set.
+var (
+	gcTuned   atomic.Bool
+	gcPercent atomic.Int64
+)
 
 // TuneGC sets the daemon's garbage-collector target (DaemonGCPercent, then
-// gcPercentFor the live heap after each full apply) unless the GOGC
+// gcPercentFor the live heap after each successful apply) unless the GOGC
 // environment variable sets one, and returns the target in force (-1: off,
 // by GOGC=off). Start calls it.
 func TuneGC() int {
@@ -38,6 +42,7 @@ func TuneGC() int {
 		debug.SetGCPercent(pct)
 		return pct
 	}
+	gcPercent.Store(DaemonGCPercent)
 	gcTuned.Store(true)
 	debug.SetGCPercent(DaemonGCPercent)
 	return DaemonGCPercent
@@ -52,16 +57,34 @@ func gcPercentFor(live uint64) int {
 	return max(DaemonGCPercent, int(minGCHeadroom*100/live))
 }
 
-// releaseMemory collects, hands the free pages back to the OS and, when
-// TuneGC set the target, fits it to the heap now live.
+// releaseMemory collects, hands the free pages back to the OS and fits
+// the target to the heap now live.
 func releaseMemory() {
 	debug.FreeOSMemory()
+	fitGC()
+}
+
+// fitGC fits the collector's target to the live heap the last collection
+// measured, when TuneGC set it and the fit moved by more than an eighth.
+// The engine calls it after every successful apply, not only full ones:
+// a daemon that started with few sessions and took 65k by events would
+// otherwise keep a target made for a heap a hundredth the size (the heap
+// allowed to grow several times over), and one whose sessions ended would
+// keep collecting every few hundred events. Reading the live heap is
+// cheap and starts no collection.
+func fitGC() {
 	if !gcTuned.Load() {
 		return
 	}
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() == metrics.KindUint64 {
-		debug.SetGCPercent(gcPercentFor(s[0].Value.Uint64()))
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return
 	}
+	want := int64(gcPercentFor(s[0].Value.Uint64()))
+	if old := gcPercent.Load(); (want-old)*8 <= old && (old-want)*8 <= old {
+		return
+	}
+	gcPercent.Store(want)
+	debug.SetGCPercent(int(want))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -38,6 +39,39 @@ func TestTuneGC(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), c.want) {
 			t.Errorf("GOGC %v: %v\n%s\nwant %q", c.env, err, out, c.want)
 		}
+	}
+}
+
+// TestFitGCFollowsTheLiveHeap runs in a child process (the GC target is
+// the process's): with TuneGC in force, fitGC moves the target as the live
+// heap grows and shrinks, with no full apply and no forced release.
+func TestFitGCFollowsTheLiveHeap(t *testing.T) {
+	if os.Getenv("GTPQOS_FITGC_CHILD") == "1" {
+		target := func() int {
+			runtime.GC()
+			fitGC()
+			pct := debug.SetGCPercent(-1)
+			debug.SetGCPercent(pct)
+			return pct
+		}
+		TuneGC()
+		small := target()
+		held := make([]byte, 128<<20)
+		for i := range held {
+			held[i] = 1
+		}
+		big := target()
+		runtime.KeepAlive(held)
+		held = nil
+		freed := target()
+		fmt.Printf("small-above-100=%v at-128MB=%d freed-above-100=%v\n", small > 100, big, freed > 100)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFitGCFollowsTheLiveHeap$")
+	cmd.Env = append(withoutEnv(os.Environ(), "GOGC"), "GTPQOS_FITGC_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if want := fmt.Sprintf("small-above-100=true at-128MB=%d freed-above-100=true", DaemonGCPercent); err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("%v\n%s\nwant %q", err, out, want)
 	}
 }
 

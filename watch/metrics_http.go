@@ -45,6 +45,7 @@ func metricsHandler(m *Metrics) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+		w.Header().Set("Vary", "Accept-Encoding")
 		var out io.Writer = w
 		if acceptsGzip(r) {
 			w.Header().Set("Content-Encoding", "gzip")
@@ -59,11 +60,11 @@ func metricsHandler(m *Metrics) http.Handler {
 }
 
 // acceptsGzip says whether the request accepts a gzipped reply (not with
-// q=0).
+// q=0; codings are case-insensitive).
 func acceptsGzip(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		enc, params, _ := strings.Cut(part, ";")
-		if strings.TrimSpace(enc) != "gzip" {
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
 			continue
 		}
 		if k, v, ok := strings.Cut(params, "="); ok && strings.TrimSpace(k) == "q" {

@@ -186,6 +186,9 @@ func TestMetricsServedOverHTTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if v := res.Header.Get("Vary"); v != "Accept-Encoding" {
+			t.Errorf("Vary %q, want Accept-Encoding (the reply depends on it)", v)
+		}
 		body := io.Reader(res.Body)
 		if gz {
 			if res.Header.Get("Content-Encoding") != "gzip" {
@@ -207,6 +210,30 @@ func TestMetricsServedOverHTTP(t *testing.T) {
 		p := expfmt.NewTextParser(model.UTF8Validation)
 		if _, err := p.TextToMetricFamilies(bytes.NewReader(text)); err != nil {
 			t.Errorf("scrape (gzip %v) does not parse: %v", gz, err)
+		}
+	}
+}
+
+// TestAcceptsGzip: a reply is gzipped when the request accepts gzip with a
+// quality above zero, the coding named in any case.
+func TestAcceptsGzip(t *testing.T) {
+	for h, want := range map[string]bool{
+		"":                      false,
+		"gzip":                  true,
+		"GZip":                  true,
+		"deflate, gzip;q=0.5":   true,
+		"gzip;q=0":              false,
+		"gzip; q=0.0, identity": false,
+		"gzip;q=abc":            false,
+		"br, identity":          false,
+		"x-gzip":                false,
+	} {
+		r, _ := http.NewRequest("GET", "/metrics", nil)
+		if h != "" {
+			r.Header.Set("Accept-Encoding", h)
+		}
+		if got := acceptsGzip(r); got != want {
+			t.Errorf("Accept-Encoding %q: gzip %v, want %v", h, got, want)
 		}
 	}
 }

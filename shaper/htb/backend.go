@@ -66,8 +66,11 @@ type Backend struct {
 	plan    *planState
 	pol     shaper.Policy
 	updated bool
-	grow    *grower
-	stats   statsSocket
+	// planned says a plan was ever kept, closed that Close ran: both
+	// tell a scrape why there are no counters.
+	planned, closed bool
+	grow            *grower
+	stats           statsSocket
 }
 
 // Open returns the HTB backend for dev through h, which works in network
@@ -201,7 +204,7 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	// the flows it leaves alone and checks the ones it places.
 	if st, err := newPlanState(tree, shaper.GroupBySession(flows), planPol, rep.Problems); err == nil {
 		st.keys = keys
-		b.plan = st
+		b.plan, b.planned = st, true
 		b.requestSpares()
 	}
 	return rep, nil
@@ -312,11 +315,12 @@ func (b *Backend) Close() error {
 	b.stopGrower()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.closed = true
 	b.rec.Close()
 	b.raw.close()
 	b.stats.mu.Lock()
 	b.stats.c.close()
-	b.stats.c = nil
+	b.stats.c, b.stats.closed = nil, true
 	b.stats.mu.Unlock()
 	if b.close != nil {
 		b.close()
@@ -332,7 +336,7 @@ func (b *Backend) Close() error {
 func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.plan = nil
+	b.plan, b.planned = nil, false
 	link, err := b.h.LinkByName(b.dev)
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", b.dev, err)

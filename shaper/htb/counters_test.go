@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -136,5 +137,58 @@ func TestIntegrationFlowCounters(t *testing.T) {
 	}
 	if len(got) != len(flows) || len(seen) != len(flows) {
 		t.Errorf("%d flow counters for flows %v, want one per flow: %+v", len(got), seen, got)
+	}
+}
+
+// TestFlowCountersJoin: the plan's flow classes are reported once each,
+// with the counters first read for them (a dump that resumed over a
+// changed tree may send a class twice); the root, default and session
+// classes and classes the plan does not know are left out.
+func TestFlowCountersJoin(t *testing.T) {
+	pol := shaper.DefaultPolicy(100 * mbit)
+	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 0, 10), updateFlow(2, 2, 0, 10)}
+	tree, problems := Plan(flows, pol, nil)
+	st, err := newPlanState(tree, shaper.GroupBySession(flows), pol, problems)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read []minorCounters
+	for i, c := range tree.Classes {
+		read = append(read, minorCounters{c.Minor, shaper.Counters{Packets: uint64(i + 1)}})
+	}
+	first := st.minor[flows[1].ID]
+	read = append(read, minorCounters{first, shaper.Counters{Packets: 999}}, minorCounters{0xfffe, shaper.Counters{Packets: 7}})
+	got := st.flowCounters(read)
+	if len(got) != len(flows) {
+		t.Fatalf("%d flow counters, want one per flow: %+v", len(got), got)
+	}
+	for _, fc := range got {
+		c, _ := st.classes.get(uint16(fc.Class))
+		if c.Role != shaper.RoleFlow || c.Flow != fc.Flow || fc.Class>>16 != uint32(tree.Major) {
+			t.Errorf("%+v: not flow %s's class", fc, fc.Flow)
+		}
+		if fc.Packets == 999 {
+			t.Errorf("flow %s: the second read of its class was reported", fc.Flow)
+		}
+	}
+}
+
+// TestFlowCountersWhenNoneCanBeRead: before any apply there are no flow
+// classes (no error); after a failed write dropped the kept plan, or after
+// Close, a scrape is told why instead of reading an empty device.
+func TestFlowCountersWhenNoneCanBeRead(t *testing.T) {
+	ctx := context.Background()
+	if got, err := (&Backend{dev: "n3"}).FlowCounters(ctx); err != nil || got != nil {
+		t.Errorf("never planned: %v, %v; want nothing", got, err)
+	}
+	for what, b := range map[string]*Backend{
+		"after a failed write": {dev: "n3", planned: true},
+		"after Close":          {dev: "n3", closed: true, planned: true},
+	} {
+		if got, err := b.FlowCounters(ctx); err == nil || got != nil {
+			t.Errorf("%s: %v, %v; want an error", what, got, err)
+		} else if !strings.Contains(err.Error(), "n3") {
+			t.Errorf("%s: %v does not name the device", what, err)
+		}
 	}
 }

@@ -16,14 +16,19 @@ import (
 // device whose packet overhead changed, a classifier of another kind)
 // takes a full plan.
 
-// sameInput reports whether flows, grouped by session in the order given,
-// are the kept plan's input: each session's flows in one run, in the
-// order they were last given (the engine lists flows by id, and a session
-// keeps its flows in id order).
+// sameInput reports whether flows are the kept plan's input: sessions in
+// ascending SEID order, each session's flows in one run, in the order they
+// were last given (the engine lists flows by id, and a session keeps its
+// flows in id order). Ascending SEIDs make a session listed twice, or one
+// listed twice in place of another, a difference and not a match; flows in
+// any other order take a full plan, which is right, only slower.
 func (s *planState) sameInput(flows []shaper.Flow) bool {
 	sessions := 0
 	for i := 0; i < len(flows); {
 		seid := flows[i].ID.SEID
+		if i > 0 && seid <= flows[i-1].ID.SEID {
+			return false
+		}
 		j := i + 1
 		for j < len(flows) && flows[j].ID.SEID == seid {
 			j++

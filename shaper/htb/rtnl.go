@@ -51,6 +51,17 @@ func dialRtnl(ns netns.NsHandle) (*rtnl, error) {
 	return &rtnl{s: s, pid: pid}, nil
 }
 
+// setReceiveTimeout bounds each later receive by d.
+func (c *rtnl) setReceiveTimeout(d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s == nil {
+		return errors.New("route netlink socket closed")
+	}
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	return c.s.SetReceiveTimeout(&tv)
+}
+
 // close releases the socket.
 func (c *rtnl) close() {
 	if c != nil && c.s != nil {
