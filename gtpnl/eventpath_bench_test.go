@@ -133,10 +133,10 @@ type epLab struct {
 // resync times one resync of the running daemon and the resident set's
 // peak while it runs (the peak before it is forgotten first, so this is
 // the high-water mark an operator sees in steady state): "periodic" is
-// what the daemon does every --resync interval (every device read back, a
-// full plan of its flows, a reconcile), "full" what lost events, a
-// reconnect or a reload make it do (the same after a dump of every rule
-// and the QoS view of every session).
+// what the daemon does every --resync interval (every device read back
+// and reconciled to the kept plan, without planning again), "full" what
+// lost events, a reconnect or a reload make it do (a dump of every rule,
+// the QoS view of every session, a plan and a reconcile).
 func (l *epLab) resync(b *testing.B, name string, request func()) {
 	steadyPeak(b)
 	l.obs.drain()

@@ -36,7 +36,7 @@ const leafEnv = "GTPQOS_STOCK_VM_LEAF"
 // TestStockGtp5gGuest there: real gtp5g UPF and RAN devices, the aware HTB
 // tree on N3 classified by gtpu, the seed's three UDP flows. The aware arm
 // must reproduce the lab's aware arm under packet accounting (17.590 /
-// 5.863 / 4.541 Mbit/s of payload at 30 Mbit/s, scaled): A and B within 2%,
+// 5.863 / 4.540 Mbit/s of payload at 30 Mbit/s, scaled): A and B within 2%,
 // C, the rest of the link, within 10%. 'make vm-test' runs it when GTP5G_KO is set
 // (it skips otherwise); alone:
 //

@@ -8,8 +8,8 @@ import (
 
 // TestVMShaperIntegration runs the HTB backend's netns integration tests on the
 // Debian kernel, where cls_fw and fq_codel exist, so the shaper picks the
-// fw classifier and fq_codel leaves (the 10k-class test included: ~10 s
-// under TCG).
+// fw classifier and fq_codel leaves (the scale test included, with 1,000
+// flows instead of 10,000 in the VM).
 func TestVMShaperIntegration(t *testing.T) {
 	RunGoTests(t, "./shaper/htb/", "TestIntegration", nil, 5*time.Minute)
 }
