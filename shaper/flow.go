@@ -1,6 +1,9 @@
 package shaper
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Direction says which way a QoS flow's packets travel, and so which
 // interface's egress shapes them.
@@ -77,12 +80,12 @@ func (f Flow) Label() string {
 	return "flow " + f.ID.String()
 }
 
-// ParseDirection parses "downlink"/"dl" or "uplink"/"ul".
+// ParseDirection parses "downlink"/"dl" or "uplink"/"ul", in any case.
 func ParseDirection(s string) (Direction, error) {
-	switch s {
-	case "downlink", "dl", "DL":
+	switch strings.ToLower(s) {
+	case "downlink", "dl":
 		return Downlink, nil
-	case "uplink", "ul", "UL":
+	case "uplink", "ul":
 		return Uplink, nil
 	}
 	return 0, fmt.Errorf("unknown direction %q (want downlink or uplink)", s)

@@ -50,16 +50,17 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if *dev == "" {
 		return usagef("--dev IF is required")
 	}
-	ff, err := loadFlows(*file, *dir, *cls, *leaf)
+	d, all, err := directionFlag(*dir)
 	if err != nil {
 		return err
 	}
-	bo := backends.Options{Backend: ff.Policy.Backend, Force: *force, Classifier: ff.Policy.Classifier, Direction: shaper.Downlink}
-	if *dir == "uplink" || *dir == "ul" {
-		bo.Direction = shaper.Uplink
-		if bo.Classifier == shaper.KindGTPU {
-			return usagef("--classifier gtpu on an uplink device needs the N3 device's ingress program: use gtpqos watch (--n3/--n6)")
-		}
+	ff, err := loadFlows(*file, d, all, *cls, *leaf)
+	if err != nil {
+		return err
+	}
+	bo := backends.Options{Backend: ff.Policy.Backend, Force: *force, Classifier: ff.Policy.Classifier, Direction: d}
+	if d == shaper.Uplink && bo.Classifier == shaper.KindGTPU {
+		return usagef("--classifier gtpu on an uplink device needs the N3 device's ingress program: use gtpqos watch (--n3/--n6)")
 	}
 	bo.Writer, bo.LockDir = "apply", *lockDir
 	be, err := backends.Open(*dev, bo)

@@ -251,3 +251,41 @@ func TestIntegrationCLIAccounting(t *testing.T) {
 		t.Errorf("size table after switching back:\n%s", q)
 	}
 }
+
+// --direction keeps one direction's flows and plans them for a device of
+// that direction (an uplink device's overhead is not a GTP-U frame's), in
+// any case of the word; an unknown direction is a usage error.
+func TestPlanDirection(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "both.yaml")
+	body := "link: 30mbit\nflows:\n  - {name: D, qer: 1, gbr: 5mbit, mark: 2}\n  - {name: U, qer: 2, gbr: 3mbit, mark: 3, direction: uplink}\n"
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(dir string) string {
+		t.Helper()
+		rc, out, errs := runIn(t, nil, "plan", "-f", p, "--direction", dir)
+		if rc != 0 {
+			t.Fatalf("plan --direction %s: rc %d, stderr %q", dir, rc, errs)
+		}
+		return out
+	}
+	up, down := plan("uplink"), plan("downlink")
+	if !strings.Contains(up, "rate 3mbit") || strings.Contains(up, "rate 5mbit") {
+		t.Errorf("--direction uplink: want U's class alone:\n%s", up)
+	}
+	if !strings.Contains(down, "rate 5mbit") || strings.Contains(down, "rate 3mbit") {
+		t.Errorf("--direction downlink: want D's class alone:\n%s", down)
+	}
+	if acct := func(s string) string { return strings.SplitN(s, "\n", 3)[1] }; acct(up) == acct(down) {
+		t.Errorf("uplink and downlink devices planned with the same accounting line %q", acct(up))
+	}
+	for _, alias := range []string{"UL", "Uplink", "ul"} {
+		if got := plan(alias); got != up {
+			t.Errorf("--direction %s differs from --direction uplink:\n%s\nwant:\n%s", alias, got, up)
+		}
+	}
+	rc, out, errs := runIn(t, nil, "plan", "-f", p, "--direction", "sideways")
+	if rc != 2 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--direction") {
+		t.Errorf("--direction sideways: rc %d, stdout %q, stderr %q; want exit 2 and one line naming the flag", rc, out, errs)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
@@ -19,20 +20,28 @@ func init() {
 	})
 }
 
-// loadFlows reads a flows file; direction "" or "all" keeps every flow,
-// else only that direction's; classifier and leaf, when set, override the
-// file's policy.
-func loadFlows(path, direction, classifier, leaf string) (shaper.FlowsFile, error) {
+// directionFlag parses --direction: "" or "all" keeps every flow, on a
+// downlink device; "downlink" or "uplink" (any case, or dl/ul) keeps that
+// direction's flows, on a device of that direction.
+func directionFlag(s string) (d shaper.Direction, all bool, err error) {
+	if s == "" || strings.EqualFold(s, "all") {
+		return shaper.Downlink, true, nil
+	}
+	if d, err = shaper.ParseDirection(s); err != nil {
+		return d, false, usagef("--direction: %v", err)
+	}
+	return d, false, nil
+}
+
+// loadFlows reads a flows file, keeping only dir's flows unless all;
+// classifier and leaf, when set, override the file's policy.
+func loadFlows(path string, dir shaper.Direction, all bool, classifier, leaf string) (shaper.FlowsFile, error) {
 	ff, err := shaper.LoadFlowsFile(path)
 	if err != nil {
 		return ff, err
 	}
-	if direction != "" && direction != "all" {
-		d, err := shaper.ParseDirection(direction)
-		if err != nil {
-			return ff, usagef("--direction: %v", err)
-		}
-		ff.Flows = shaper.FilterDirection(ff.Flows, d)
+	if !all {
+		ff.Flows = shaper.FilterDirection(ff.Flows, dir)
 	}
 	if classifier != "" {
 		if ff.Policy.Classifier, err = shaper.ParseClassifierKind(classifier); err != nil {
@@ -69,13 +78,13 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if *file == "" {
 		return usagef("-f flows.yaml is required")
 	}
-	ff, err := loadFlows(*file, *dir, *cls, "")
+	d, all, err := directionFlag(*dir)
 	if err != nil {
 		return err
 	}
-	d := shaper.Downlink
-	if *dir == "uplink" || *dir == "ul" {
-		d = shaper.Uplink
+	ff, err := loadFlows(*file, d, all, *cls, "")
+	if err != nil {
+		return err
 	}
 	p, err := backends.Plan(ff.Flows, ff.Policy, d)
 	if err != nil {
