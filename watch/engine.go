@@ -425,8 +425,9 @@ func (e *Engine) pump(ctx context.Context, ch <-chan Event, gen uint64) {
 
 // sync folds what changed into the engine's flows and reconciles every
 // device: a full resync dumps the source (and, with a reason, makes the
-// backends read their devices back), a repair reads the devices back
-// without a dump; change events are folded in, in order, after it. Only
+// backends read their devices back) in place of the change events queued
+// before it, a repair reads the devices back without a dump; change
+// events are folded in, in order, after it. Only
 // the sessions that changed go to the backends, unless a device needs a
 // full apply.
 func (e *Engine) sync(ctx context.Context, p pending) error {
@@ -435,6 +436,11 @@ func (e *Engine) sync(ctx context.Context, p pending) error {
 		if err := e.snapshot(ctx, p.reason, changed); err != nil {
 			return err
 		}
+		// Every queued event arrived before the dump began, and the dump
+		// holds its effect or a later state. Replayed on top of it, one
+		// older than a lost event would undo what the dump found, and
+		// nothing after would correct it.
+		p.changes = nil
 	}
 	if p.repair && !(p.full && p.reason != "") { // a resync with a reason reads the devices already
 		if c, ok := e.opt.Source.(Checker); ok {

@@ -158,6 +158,7 @@ type fakeBackend struct {
 	fail        error
 	countersErr error
 	gate        chan struct{} // if set, Apply and Update wait for a receive on it
+	atGate      int           // calls that reached the gate
 }
 
 var _ shaper.Backend = (*fakeBackend)(nil)
@@ -170,6 +171,9 @@ func (a *fakeBackend) wait(ctx context.Context) error {
 	if a.gate == nil {
 		return nil
 	}
+	a.mu.Lock()
+	a.atGate++
+	a.mu.Unlock()
 	select {
 	case <-a.gate:
 		return nil
