@@ -83,7 +83,8 @@ type pending struct {
 	// events flow); repairWhy says why.
 	repair    bool
 	repairWhy string
-	lost      bool // the event subscription ended
+	lost      bool  // the event subscription ended
+	endErr    error // why, when the source said
 }
 
 // Engine keeps the devices' trees in step with the Source. Create it with
@@ -269,7 +270,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			// The subscription ended (gtp5g unloaded?): wait, subscribe
 			// again, then dump, as at start-up.
 			l.waitingSub = true
-			e.opt.Metrics.failed("events")
+			why := p.endErr
+			if why == nil {
+				why = errors.New("event subscription ended")
+			}
+			e.degrade("events", why)
 			continue
 		}
 		if !p.full && !p.repair && len(p.changes) == 0 {
@@ -394,8 +399,15 @@ func (e *Engine) subscribe(ctx context.Context) (context.CancelFunc, error) {
 // pump moves events into the pending set and wakes the engine.
 func (e *Engine) pump(ctx context.Context, ch <-chan Event, gen uint64) {
 	for ev := range ch {
-		e.opt.Metrics.event(ev.Kind)
 		e.mu.Lock()
+		if ev.Kind == EventEnd {
+			if gen == e.subGen {
+				e.pend.endErr = ev.Err
+			}
+			e.mu.Unlock()
+			continue // the channel closes next
+		}
+		e.opt.Metrics.event(ev.Kind)
 		switch {
 		case ev.Kind == EventChange && len(e.pend.changes) < maxQueuedEvents:
 			e.pend.changes = append(e.pend.changes, ev)

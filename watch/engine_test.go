@@ -148,6 +148,36 @@ func TestEngineLostEventsTriggerFullResync(t *testing.T) {
 	}
 }
 
+// TestEngineSubscriptionEndCostsOneDump: a subscription that ends (a
+// broken socket, a message that does not decode) is reported once with its
+// reason, and costs one dump, after the new subscription: not a second one
+// for the events it may have lost.
+func TestEngineSubscriptionEndCostsOneDump(t *testing.T) {
+	src := newScriptedSource()
+	ap := &fakeBackend{dev: "n3"}
+	obs := &recObserver{}
+	startEngine(t, Options{Source: src, Downlink: ap, Resync: time.Hour, Retry: 20 * time.Millisecond, Observer: obs})
+	eventually(t, 5*time.Second, "start", func() bool { _, c := ap.state(); return c >= 1 })
+	src.set(2, flow(2, 1, 1, 1e6, 2e6)) // changed while events are lost
+	src.emit(Event{Kind: EventEnd, Err: errors.New("attribute 11: short")})
+	src.drop()
+	eventually(t, 5*time.Second, "resubscribed and converged", func() bool {
+		subs, _, _ := src.counts()
+		return subs == 2 && converged(src, ap)()
+	})
+	time.Sleep(100 * time.Millisecond) // room for a second dump, were one coming
+	if _, snapshots, _ := src.counts(); snapshots != 2 {
+		t.Errorf("%d dumps, want 2: the start's and the new subscription's", snapshots)
+	}
+	o := obs.snapshot()
+	if len(o.degraded) != 1 || o.degraded[0] != "events" || !strings.Contains(o.whys[0], "attribute 11: short") {
+		t.Errorf("degraded %q (%q), want the subscription's end once, with its reason", o.degraded, o.whys)
+	}
+	if !slices.Contains(o.recovered, "events") {
+		t.Errorf("recovered %q, want events", o.recovered)
+	}
+}
+
 func TestEnginePollsWithoutEvents(t *testing.T) {
 	src := newScriptedSource()
 	src.noEvents = true

@@ -348,6 +348,7 @@ type recObserver struct {
 	mu        sync.Mutex
 	resyncs   []string
 	degraded  []string
+	whys      []string // each degradation's error
 	recovered []string
 	notes     []string
 	problems  int
@@ -377,6 +378,7 @@ func (o *recObserver) Resync(r string) {
 func (o *recObserver) Degraded(stage string, err error) {
 	o.mu.Lock()
 	o.degraded = append(o.degraded, stage)
+	o.whys = append(o.whys, fmt.Sprint(err))
 	o.mu.Unlock()
 }
 func (o *recObserver) Recovered(stage string) {
@@ -394,7 +396,7 @@ func (o *recObserver) ViewProblems([]string) {}
 func (o *recObserver) snapshot() recObserver {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return recObserver{resyncs: slices.Clone(o.resyncs), degraded: slices.Clone(o.degraded),
+	return recObserver{resyncs: slices.Clone(o.resyncs), degraded: slices.Clone(o.degraded), whys: slices.Clone(o.whys),
 		recovered: slices.Clone(o.recovered), notes: slices.Clone(o.notes), problems: o.problems, applied: o.applied,
 		reports: maps.Clone(o.reports)}
 }

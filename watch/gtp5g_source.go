@@ -255,12 +255,16 @@ func (s *GTP5GSource) Events(ctx context.Context) (<-chan Event, error) {
 			if ctx.Err() != nil {
 				return
 			}
-			if err != nil {
+			if errors.Is(err, gtpnl.ErrResync) {
 				send(ctx, ch, Event{Kind: EventResync, Err: err})
-				if errors.Is(err, gtpnl.ErrResync) {
-					continue
-				}
-				return // socket broken or message undecodable: subscribe again
+				continue
+			}
+			if err != nil {
+				// Socket broken or message undecodable: the engine
+				// subscribes again and dumps then. A resync asked for here
+				// as well would dump twice.
+				send(ctx, ch, Event{Kind: EventEnd, Err: err})
+				return
 			}
 			for _, ev := range evs {
 				send(ctx, ch, Event{Kind: EventChange, SEID: eventSEID(ev), Change: ev})

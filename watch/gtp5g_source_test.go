@@ -175,12 +175,12 @@ func TestGTP5GSourceEventsMapToSessionsAndLossToResync(t *testing.T) {
 	var got []string
 	for ev := range ch {
 		s := fmt.Sprintf("%s %d", ev.Kind, ev.SEID)
-		if ev.Kind == EventResync {
-			s = fmt.Sprintf("resync resync-err=%v", errors.Is(ev.Err, gtpnl.ErrResync))
+		if ev.Kind != EventChange {
+			s = fmt.Sprintf("%s resync-err=%v", ev.Kind, errors.Is(ev.Err, gtpnl.ErrResync))
 		}
 		got = append(got, s)
 	}
-	want := []string{"change 5", "change 6", "change 7", "resync resync-err=true", "change 8", "resync resync-err=false"}
+	want := []string{"change 5", "change 6", "change 7", "resync resync-err=true", "change 8", "end resync-err=false"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("events %q, want %q (channel closed after the undecodable message)", got, want)
 	}

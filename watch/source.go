@@ -49,18 +49,25 @@ const (
 	// EventChange says that a rule of one session (SEID) changed: added,
 	// updated or deleted. The engine folds it in with Source.Apply.
 	EventChange EventKind = iota + 1
-	// EventResync says that events were lost (ENOBUFS) or could not be
-	// decoded: the engine re-reads everything.
+	// EventResync says that events were lost (ENOBUFS): the engine
+	// re-reads everything, and events keep coming.
 	EventResync
+	// EventEnd says why the subscription ends (Err: a broken socket, a
+	// message that does not decode); the channel closes after it. The
+	// engine subscribes again after a wait and re-reads everything then,
+	// once.
+	EventEnd
 )
 
-// String returns "change" or "resync".
+// String returns "change", "resync" or "end".
 func (k EventKind) String() string {
 	switch k {
 	case EventChange:
 		return "change"
 	case EventResync:
 		return "resync"
+	case EventEnd:
+		return "end"
 	default:
 		return "unknown"
 	}
@@ -74,6 +81,7 @@ type Event struct {
 	SEID uint64
 	// Change is the source's own description of the change, for its Apply.
 	Change any
-	// Err says why a resync is needed (EventResync), e.g. ENOBUFS.
+	// Err says why a resync is needed (EventResync), e.g. ENOBUFS, or
+	// why the subscription ends (EventEnd).
 	Err error
 }
