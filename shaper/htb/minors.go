@@ -235,8 +235,15 @@ func (p *planner) assignSessionMinors() {
 // park keeps the previous tree's flow classes under the link class that
 // no flow took (their flows left) as spares, lowest minor first, while
 // there are fewer spares than the pool asks for: the next new flow changes
-// one instead of creating a class.
+// one instead of creating a class. Spares beyond the pool (it was made
+// smaller) leave the tree, the highest first.
 func (p *planner) park() {
+	if len(p.spares) > p.pol.Pool {
+		for _, m := range p.spares[p.pol.Pool:] {
+			p.used[m] = false
+		}
+		p.spares = p.spares[:p.pol.Pool]
+	}
 	for _, m := range slices.Sorted(maps.Keys(p.ix.classes)) {
 		if len(p.spares) >= p.pol.Pool {
 			break

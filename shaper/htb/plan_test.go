@@ -1,6 +1,7 @@
 package htb
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -327,6 +328,44 @@ func TestTCCommandsSeed(t *testing.T) {
 		out := tree.TCCommands("eth1")
 		if !strings.Contains(out, c.root) || !strings.Contains(out, c.lnk) || strings.Count(out, "overhead") > 2 {
 			t.Errorf("accounting %s overhead %s: want %q and %q, overhead on the root and link class only:\n%s", c.acc, c.over, c.root, c.lnk, out)
+		}
+	}
+}
+
+// TestPlanShrinksThePool: spares beyond a smaller pool leave the tree,
+// the lowest kept; the flows keep their classes.
+func TestPlanShrinksThePool(t *testing.T) {
+	pol := shaper.DefaultPolicy(100e6)
+	pol.Pool = 4
+	flows := []shaper.Flow{{ID: shaper.FlowID{SEID: 1, QERID: 1}, QFI: 1, Direction: shaper.Downlink, GBR: 1e6, MBR: 2e6, Mark: 2}}
+	prev, probs := Plan(flows, pol, nil)
+	if len(probs) != 0 {
+		t.Fatal(probs)
+	}
+	// The pool's four spares, as the backend grows them.
+	for m := uint16(0x30); m < 0x34; m++ {
+		prev.Classes = append(prev.Classes, spareClass(prev.FlowClasses()[0], m))
+	}
+	spares := func(tr *Tree) (out []uint16) {
+		for _, c := range tr.Classes {
+			if c.Role == shaper.RoleSpare {
+				out = append(out, c.Minor)
+			}
+		}
+		return out
+	}
+	had := spares(prev)
+	if len(had) != 4 {
+		t.Fatalf("pool 4 planned spares %v", had)
+	}
+	for _, pool := range []int{4, 2, 0} {
+		pol.Pool = pool
+		next, _ := Plan(flows, pol, prev)
+		if got := spares(next); !slices.Equal(got, had[:pool]) {
+			t.Errorf("pool %d after 4 spares: spares %v, want %v", pool, got, had[:pool])
+		}
+		if len(next.Classes) != len(prev.Classes)-(4-pool) {
+			t.Errorf("pool %d: %d classes, want %d", pool, len(next.Classes), len(prev.Classes)-(4-pool))
 		}
 	}
 }
