@@ -151,7 +151,8 @@ func TestVMWatchRealGTP5G(t *testing.T) {
 // session's rules reach the classes without another dump; events lost
 // while the daemon is stopped (its small events buffer overflows) cost
 // exactly one dump, which brings every class in, and the gap they leave in
-// the sequence numbers is not counted as a second loss.
+// the sequence numbers is not counted as a second loss; removing the gtp5g
+// device costs one more dump, which takes its sessions' classes away.
 const eventsScenario = `set -u
 cd "$VM_WORK"
 fail() { echo "FAIL: $*"; echo "== watch log"; cat watch.log; exit 1; }
@@ -196,6 +197,11 @@ waitfor 'rate 1Mbit ceil 2Mbit' 9 || fail "no class for the session added after 
 sleep 2
 l=$(metric 'gtpqos_resyncs_total{reason="lost-events"}')
 echo "DUMPS-AFTER-LOSS $(metric gtpqos_source_dumps_total) LOST ${l:-0}"
+# Removing the gtp5g device frees its rules without an event each: the
+# module tells the listeners to dump, and the sessions' classes go.
+ip link del upfgtp || fail "delete the gtp5g device"
+waitfor 'rate 1Mbit ceil 2Mbit' 0 || fail "the removed device's sessions kept their classes"
+echo "DUMPS-AFTER-DEVICE-GONE $(metric gtpqos_source_dumps_total) X"
 kill -TERM $W
 wait $W
 echo "== watch log"; cat watch.log
@@ -238,5 +244,8 @@ func TestVMWatchEventsWithoutDumps(t *testing.T) {
 	dumps, lost := counts(`DUMPS-AFTER-LOSS (\d+) LOST (\d+)`)
 	if dumps != 2 || lost != 1 {
 		t.Errorf("after events were lost: %d dumps, %d lost-events resyncs; want 2 dumps (start, one for the loss) and 1 resync", dumps, lost)
+	}
+	if dumps, _ := counts(`DUMPS-AFTER-DEVICE-GONE (\d+) (X)`); dumps != 3 {
+		t.Errorf("after the gtp5g device was removed: %d dumps, want 3 (one more, for the removal)", dumps)
 	}
 }
