@@ -152,7 +152,8 @@ func TestVMWatchRealGTP5G(t *testing.T) {
 // while the daemon is stopped (its small events buffer overflows) cost
 // exactly one dump, which brings every class in, and the gap they leave in
 // the sequence numbers is not counted as a second loss; removing the gtp5g
-// device costs one more dump, which takes its sessions' classes away.
+// device costs one more dump, which takes its sessions' classes away. A PDR
+// without a FAR id is refused on the way.
 const eventsScenario = `set -u
 cd "$VM_WORK"
 fail() { echo "FAIL: $*"; echo "== watch log"; cat watch.log; exit 1; }
@@ -185,6 +186,10 @@ $T mod qer upfgtp 1:1 --gate-status 0 --qfi 2 --gbr-ul 5000 --gbr-dl 5000 --mbr-
 waitfor 'rate 5Mbit ceil 6Mbit' 1 || fail "session 1's class did not follow its QER"
 $T delete pdr upfgtp 1:1 && $T delete qer upfgtp 1:1 && $T delete far upfgtp 1:1 || fail "delete session 1"
 waitfor 'rate 5Mbit ceil 6Mbit' 0 || fail "session 1's class not removed"
+# A PDR without a FAR id is refused (a failed request sends no event);
+# stock gtp5g dereferences the id it does not have.
+if $T add pdr upfgtp 99:1 --pcd 100 --ue-ipv4 10.60.9.9 >pdr.log 2>&1; then fail "a PDR without a FAR id was accepted"; fi
+echo "PDR-WITHOUT-FAR: $(head -c 200 pdr.log)"
 echo "EVENTS $(metric 'gtpqos_events_total{kind="change"}') DUMPS-AFTER-CHANGES $(metric gtpqos_source_dumps_total)"
 kill -STOP $W
 for s in $(seq 2 9); do session $s 1000 2000 || fail "add session $s"; done
