@@ -24,12 +24,9 @@ const (
 	minGCHeadroom = 16 << 20
 )
 
-// gcTuned says TuneGC set the target, so applies may move it; gcPercent
-// is the target last set.
-var (
-	gcTuned   atomic.Bool
-	gcPercent atomic.Int64
-)
+// gcPercent is the target TuneGC or the last fit set; 0 when GOGC in the
+// environment chose it, which applies then leave alone.
+var gcPercent atomic.Int64
 
 // TuneGC sets the daemon's garbage-collector target (DaemonGCPercent, then
 // gcPercentFor the live heap after each successful apply) unless the GOGC
@@ -37,13 +34,12 @@ var (
 // by GOGC=off). Start calls it.
 func TuneGC() int {
 	if _, set := os.LookupEnv("GOGC"); set {
-		gcTuned.Store(false)
+		gcPercent.Store(0)
 		pct := debug.SetGCPercent(100) // read it back: SetGCPercent returns the old value
 		debug.SetGCPercent(pct)
 		return pct
 	}
 	gcPercent.Store(DaemonGCPercent)
-	gcTuned.Store(true)
 	debug.SetGCPercent(DaemonGCPercent)
 	return DaemonGCPercent
 }
@@ -73,7 +69,8 @@ func releaseMemory() {
 // keep collecting every few hundred events. Reading the live heap is
 // cheap and starts no collection.
 func fitGC() {
-	if !gcTuned.Load() {
+	old := gcPercent.Load()
+	if old == 0 {
 		return
 	}
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -82,7 +79,7 @@ func fitGC() {
 		return
 	}
 	want := int64(gcPercentFor(s[0].Value.Uint64()))
-	if old := gcPercent.Load(); (want-old)*8 <= old && (old-want)*8 <= old {
+	if (want-old)*8 <= old && (old-want)*8 <= old {
 		return
 	}
 	gcPercent.Store(want)
