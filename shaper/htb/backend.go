@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -66,11 +67,13 @@ type Backend struct {
 	plan    *planState
 	pol     shaper.Policy
 	updated bool
-	// planned says a plan was ever kept, closed that Close ran: both
-	// tell a scrape why there are no counters.
-	planned, closed bool
-	grow            *grower
-	stats           statsSocket
+	// planned says a plan was ever kept: a scrape then knows why there
+	// are no counters. closed is set by Close (before it closes the stats
+	// socket, so no scrape opens another after it).
+	planned bool
+	closed  atomic.Bool
+	grow    *grower
+	stats   statsSocket
 }
 
 // Open returns the HTB backend for dev through h, which works in network
@@ -315,12 +318,12 @@ func (b *Backend) Close() error {
 	b.stopGrower()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.closed = true
+	b.closed.Store(true)
 	b.rec.Close()
 	b.raw.close()
 	b.stats.mu.Lock()
 	b.stats.c.close()
-	b.stats.c, b.stats.closed = nil, true
+	b.stats.c = nil
 	b.stats.mu.Unlock()
 	if b.close != nil {
 		b.close()

@@ -181,9 +181,11 @@ func TestFlowCountersWhenNoneCanBeRead(t *testing.T) {
 	if got, err := (&Backend{dev: "n3"}).FlowCounters(ctx); err != nil || got != nil {
 		t.Errorf("never planned: %v, %v; want nothing", got, err)
 	}
+	closed := &Backend{dev: "n3", planned: true}
+	closed.closed.Store(true)
 	for what, b := range map[string]*Backend{
 		"after a failed write": {dev: "n3", planned: true},
-		"after Close":          {dev: "n3", closed: true, planned: true},
+		"after Close":          closed,
 	} {
 		if got, err := b.FlowCounters(ctx); err == nil || got != nil {
 			t.Errorf("%s: %v, %v; want an error", what, got, err)

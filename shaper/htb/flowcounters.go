@@ -16,8 +16,6 @@ import (
 type statsSocket struct {
 	mu sync.Mutex
 	c  *rtnl
-	// closed is set by Close: no socket is opened after it.
-	closed bool
 }
 
 // FlowCounters implements shaper.Backend: the device's classes are dumped
@@ -66,7 +64,7 @@ func (b *Backend) FlowCounters(ctx context.Context) ([]shaper.FlowCounters, erro
 // empty answer would read as a device without flows.
 func (b *Backend) countersReadable() error {
 	switch {
-	case b.closed:
+	case b.closed.Load():
 		return fmt.Errorf("dev %s: backend closed", b.dev)
 	case b.plan == nil && b.planned:
 		return fmt.Errorf("dev %s: the tree is read back at the next apply after a failed write; its counters return then", b.dev)
@@ -103,7 +101,7 @@ func (s *planState) flowCounters(read []minorCounters) []shaper.FlowCounters {
 // the socket's own timeout, bounds each receive. A failed read closes the
 // socket (the next scrape opens another); a closed backend opens none.
 func (b *Backend) withStatsSocket(ctx context.Context, ifindex int, name string, f func(*rtnl) error) error {
-	if b.stats.closed {
+	if b.closed.Load() {
 		return errors.New("backend closed")
 	}
 	if err := ctx.Err(); err != nil {
