@@ -16,12 +16,12 @@ import (
 	"github.com/free5gc/gtpqos/shaper"
 )
 
-// fakeStream replays scripted receive results, then blocks until closed.
-type fakeStream struct {
-	mu     sync.Mutex
-	script []streamStep
-	done   chan struct{}
-	closed bool
+// chanStream hands out receive results: those it was made with, then those
+// the test sends; it blocks when there are none, until closed.
+type chanStream struct {
+	steps chan streamStep
+	once  sync.Once
+	done  chan struct{}
 }
 
 type streamStep struct {
@@ -29,27 +29,33 @@ type streamStep struct {
 	err error
 }
 
-func (f *fakeStream) Receive() ([]gtpnl.Event, error) {
-	f.mu.Lock()
-	if len(f.script) > 0 {
-		st := f.script[0]
-		f.script = f.script[1:]
-		f.mu.Unlock()
-		return st.evs, st.err
+func newChanStream(script ...streamStep) *chanStream {
+	c := &chanStream{steps: make(chan streamStep, len(script)+8), done: make(chan struct{})}
+	for _, st := range script {
+		c.steps <- st
 	}
-	f.mu.Unlock()
-	<-f.done
-	return nil, errors.New("use of closed socket")
+	return c
 }
 
-func (f *fakeStream) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.closed {
-		f.closed = true
-		close(f.done)
+func (c *chanStream) Receive() ([]gtpnl.Event, error) {
+	select {
+	case st := <-c.steps:
+		return st.evs, st.err
+	case <-c.done:
+		return nil, errors.New("use of closed socket")
 	}
-	return nil
+}
+
+func (c *chanStream) Close() error { c.once.Do(func() { close(c.done) }); return nil }
+
+// closed says whether Close was called.
+func (c *chanStream) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // fakeConn is a gtpnl client with canned dumps.
@@ -159,13 +165,13 @@ func TestGTP5GSourceModelFollowsEvents(t *testing.T) {
 }
 
 func TestGTP5GSourceEventsMapToSessionsAndLossToResync(t *testing.T) {
-	stream := &fakeStream{done: make(chan struct{}), script: []streamStep{
-		{evs: []gtpnl.Event{{Op: gtpnl.EventAdd, QER: &gtpnl.QER{SEID: 5, ID: 1}}, {Op: gtpnl.EventUpdate, PDR: &gtpnl.PDR{SEID: 6, ID: 2}}}},
-		{evs: []gtpnl.Event{{Op: gtpnl.EventDelete, FAR: &gtpnl.FAR{SEID: 7, ID: 1}}}},
-		{err: &gtpnl.OpError{Op: "receive QoS events", Err: gtpnl.ErrResync}}, // ENOBUFS: keep going
-		{evs: []gtpnl.Event{{Op: gtpnl.EventAdd, QER: &gtpnl.QER{SEID: 8, ID: 1}}}},
-		{err: errors.New("gtp5g receive QoS events: attribute 11: short")}, // undecodable: end
-	}}
+	stream := newChanStream(
+		streamStep{evs: []gtpnl.Event{{Op: gtpnl.EventAdd, QER: &gtpnl.QER{SEID: 5, ID: 1}}, {Op: gtpnl.EventUpdate, PDR: &gtpnl.PDR{SEID: 6, ID: 2}}}},
+		streamStep{evs: []gtpnl.Event{{Op: gtpnl.EventDelete, FAR: &gtpnl.FAR{SEID: 7, ID: 1}}}},
+		streamStep{err: &gtpnl.OpError{Op: "receive QoS events", Err: gtpnl.ErrResync}}, // ENOBUFS: keep going
+		streamStep{evs: []gtpnl.Event{{Op: gtpnl.EventAdd, QER: &gtpnl.QER{SEID: 8, ID: 1}}}},
+		streamStep{err: errors.New("gtp5g receive QoS events: attribute 11: short")}, // undecodable: end
+	)
 	src := &GTP5GSource{WithEvents: true, View: qerView,
 		dialConn: func() (gtp5gConn, error) { return &fakeConn{stream: stream}, nil }}
 	ch, err := src.Events(context.Background())
@@ -184,13 +190,13 @@ func TestGTP5GSourceEventsMapToSessionsAndLossToResync(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("events %q, want %q (channel closed after the undecodable message)", got, want)
 	}
-	if !stream.closed {
+	if !stream.closed() {
 		t.Fatal("subscription not closed when the event stream ended")
 	}
 }
 
 func TestGTP5GSourceCancelEndsSubscription(t *testing.T) {
-	stream := &fakeStream{done: make(chan struct{})}
+	stream := newChanStream()
 	src := &GTP5GSource{WithEvents: true, View: qerView,
 		dialConn: func() (gtp5gConn, error) { return &fakeConn{stream: stream}, nil }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -280,28 +286,6 @@ func TestGTP5GSourceCheckRedialsAfterReload(t *testing.T) {
 		t.Errorf("after a reload: err %v, %d dials; want a new client", err, dials)
 	}
 }
-
-// chanStream hands out receive results as the test sends them.
-type chanStream struct {
-	steps chan streamStep
-	once  sync.Once
-	done  chan struct{}
-}
-
-func newChanStream() *chanStream {
-	return &chanStream{steps: make(chan streamStep, 8), done: make(chan struct{})}
-}
-
-func (c *chanStream) Receive() ([]gtpnl.Event, error) {
-	select {
-	case st := <-c.steps:
-		return st.evs, st.err
-	case <-c.done:
-		return nil, errors.New("use of closed socket")
-	}
-}
-
-func (c *chanStream) Close() error { c.once.Do(func() { close(c.done) }); return nil }
 
 // TestEngineDropsEventsTheDumpReplaces: events queued before a loss are
 // older than the dump the loss brings; replayed after it, an add whose
