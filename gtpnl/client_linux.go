@@ -331,7 +331,7 @@ func (c *client) markLayout() (MarkLayout, error) {
 }
 
 func (c *client) setMarkMode(m MarkMode) error {
-	if m > MarkFlow {
+	if m > MarkPDR {
 		return fmt.Errorf("gtp5g set QoS mark mode: invalid mode %d", uint8(m))
 	}
 	ae := netlink.NewAttributeEncoder()

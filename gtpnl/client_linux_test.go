@@ -456,7 +456,7 @@ func TestMarkModeGet(t *testing.T) {
 }
 
 func TestMarkModeSet(t *testing.T) {
-	for _, m := range []MarkMode{MarkOff, MarkQFI, MarkFlow} {
+	for _, m := range []MarkMode{MarkOff, MarkQFI, MarkFlow, MarkPDR} {
 		req := []byte{0x05, 0x00, 0x03, 0x00, byte(m), 0x00, 0x00, 0x00}
 		c := testClient(t, patchedFamilies, expect(t, qosFamily, qosCmdSetMark, netlink.Request|netlink.Acknowledge, req, nil, nil))
 		if err := c.SetMarkMode(m); err != nil {
@@ -467,8 +467,8 @@ func TestMarkModeSet(t *testing.T) {
 		t.Error("invalid mode reached the kernel")
 		return nil, nil
 	})
-	if err := c.SetMarkMode(3); err == nil {
-		t.Error("SetMarkMode(3) succeeded")
+	if err := c.SetMarkMode(4); err == nil {
+		t.Error("SetMarkMode(4) succeeded")
 	}
 }
 

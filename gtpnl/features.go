@@ -19,6 +19,9 @@ const (
 	FeaturePolicerCtrl Features = 1 << 2
 	// FeatureMarkCtrl: GET/SET_QOS_MARK commands and /proc/gtp5g/qos_mark.
 	FeatureMarkCtrl Features = 1 << 3
+	// FeaturePDRMark: mark mode "pdr" (3): every PDR carries a mark of its
+	// own, reported as the PDR's flow mark in dumps and events.
+	FeaturePDRMark Features = 1 << 4
 )
 
 // Has reports whether every bit of want is set.
@@ -35,6 +38,7 @@ func (f Features) String() string {
 		{FeatureQoSEvents, "qos-events"},
 		{FeaturePolicerCtrl, "policer-ctrl"},
 		{FeatureMarkCtrl, "mark-ctrl"},
+		{FeaturePDRMark, "pdr-mark"},
 	} {
 		if f&x.bit != 0 {
 			names = append(names, x.name)

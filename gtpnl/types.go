@@ -38,7 +38,8 @@ const (
 	MarkOff             = gtp5g.MarkOff
 	MarkQFI             = gtp5g.MarkQFI
 	MarkFlow            = gtp5g.MarkFlow
+	MarkPDR             = gtp5g.MarkPDR
 )
 
-// ParseMarkMode parses "off", "qfi" or "flow" (package gtp5g).
+// ParseMarkMode parses "off", "qfi", "flow" or "pdr" (package gtp5g).
 func ParseMarkMode(s string) (MarkMode, error) { return gtp5g.ParseMarkMode(s) }

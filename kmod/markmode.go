@@ -29,7 +29,7 @@ func (m Module) MarkMode() (gtpnl.MarkMode, error) {
 
 // SetMarkMode sets the gtp5g-patch series' mark mode (needs root).
 func (m Module) SetMarkMode(mode gtpnl.MarkMode) error {
-	if mode > gtpnl.MarkFlow {
+	if mode > gtpnl.MarkPDR {
 		return fmt.Errorf("set gtp5g mark mode: invalid mode %d", uint8(mode))
 	}
 	return m.write(m.MarkModePath(), "gtp5g mark mode (gtpqos patch)", mode.String())

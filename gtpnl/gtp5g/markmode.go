@@ -15,9 +15,13 @@ const (
 	// MarkFlow: mark field = the QER's flow mark, unique per QoS flow across
 	// sessions.
 	MarkFlow MarkMode = 2
+	// MarkPDR: mark field = the PDR's own mark, unique per PDR across
+	// sessions whatever its QER list holds; user space says which QoS flow
+	// each PDR belongs to (GTP5G_QOS_F_PDR_MARK).
+	MarkPDR MarkMode = 3
 )
 
-// String returns "off", "qfi" or "flow".
+// String returns "off", "qfi", "flow" or "pdr".
 func (m MarkMode) String() string {
 	switch m {
 	case MarkOff:
@@ -26,13 +30,15 @@ func (m MarkMode) String() string {
 		return "qfi"
 	case MarkFlow:
 		return "flow"
+	case MarkPDR:
+		return "pdr"
 	default:
 		return fmt.Sprintf("mark-mode(%d)", uint8(m))
 	}
 }
 
-// ParseMarkMode parses "off", "qfi" or "flow" (as /proc/gtp5g/qos_mark
-// reads) or "0", "1", "2".
+// ParseMarkMode parses "off", "qfi", "flow" or "pdr" (as
+// /proc/gtp5g/qos_mark reads) or "0" to "3".
 func ParseMarkMode(s string) (MarkMode, error) {
 	switch s {
 	case "off", "0":
@@ -41,8 +47,10 @@ func ParseMarkMode(s string) (MarkMode, error) {
 		return MarkQFI, nil
 	case "flow", "2":
 		return MarkFlow, nil
+	case "pdr", "3":
+		return MarkPDR, nil
 	}
-	return 0, fmt.Errorf("mark mode %q: want off, qfi or flow", s)
+	return 0, fmt.Errorf("mark mode %q: want off, qfi, flow or pdr", s)
 }
 
 // MarkLayout is where the QoS value sits in skb->mark:
