@@ -27,7 +27,7 @@ const (
 const (
 	qosAttrPad       = 1
 	qosAttrFeatures  = 2  // u32
-	qosAttrMarkMode  = 3  // u8 0 off, 1 qfi, 2 flow
+	qosAttrMarkMode  = 3  // u8 0 off, 1 qfi, 2 flow, 3 pdr
 	qosAttrMarkMask  = 4  // u32
 	qosAttrMarkShift = 5  // u8
 	qosAttrPolicer   = 6  // u8 0/1
@@ -44,4 +44,5 @@ const (
 	qosAttrPDR       = 17 // nested: gtp5g's GET_PDR attributes
 	qosAttrFAR       = 18 // nested: gtp5g's GET_FAR attributes
 	qosAttrQER       = 19 // nested: gtp5g's GET_QER attributes
+	qosAttrPDRMark   = 20 // u32: the PDR's own mark (mark mode pdr)
 )

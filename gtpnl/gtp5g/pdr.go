@@ -37,6 +37,10 @@ type PDR struct {
 	// FlowMark is the flow mark of the QER that gives this PDR its QFI, as
 	// the gtp5g_qos family reports it (0 = none or not reported).
 	FlowMark uint32
+	// PDRMark is the PDR's own mark, which the datapath writes in mark mode
+	// "pdr", as the gtp5g_qos family reports it (GTP5G_QOS_A_PDR_MARK;
+	// 0 = none or not reported).
+	PDRMark uint32
 }
 
 // String formats the PDR's identity for logs.
