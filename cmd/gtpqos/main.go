@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // command is one gtpqos subcommand.
@@ -71,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gtpqos: unknown command %q (try 'gtpqos help')\n", args[0])
 		return 2
 	}
+	// Where BPF classifiers are pinned (a bpffs directory): see docs/deploy.md.
+	classify.SetPinRoot(os.Getenv("GTPQOS_BPF_PIN_DIR"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := c.run(ctx, args[1:], stdout)

@@ -97,12 +97,12 @@ func (c *MarkBPF) load() (*ebpf.Map, *ebpf.Program, error) {
 	_ = rlimit.RemoveMemlock() // only matters on kernels before 5.11
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: bpfMapName, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: bpfMaxEntries})
 	if err != nil {
-		return nil, nil, fmt.Errorf("create BPF map %s: %w", bpfMapName, err)
+		return nil, nil, bpfPermErr("create BPF map "+bpfMapName, fmt.Errorf("create BPF map %s: %w", bpfMapName, err), BPFCaps)
 	}
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: bpfProgName, Type: ebpf.SchedCLS, License: "GPL", Instructions: markProgram(m.FD())})
 	if err != nil {
 		m.Close()
-		return nil, nil, fmt.Errorf("load BPF program %s: %w", bpfProgName, err)
+		return nil, nil, bpfPermErr("load BPF program "+bpfProgName, fmt.Errorf("load BPF program %s: %w", bpfProgName, err), BPFCaps)
 	}
 	return m, p, nil
 }
@@ -137,11 +137,15 @@ func current(f *netlink.BpfFilter) bool {
 	return strings.HasPrefix(f.Name, bpfFilterName)
 }
 
-// adopt opens the map of the installed program.
-func (c *MarkBPF) adopt(id int) error {
+// adopt opens the installed program (kernel id id) and its map: by their
+// pins where they are pinned, else by id.
+func (c *MarkBPF) adopt(env Env, id int) error {
+	if ok, err := c.adoptPinned(env, id); ok || err != nil {
+		return err
+	}
 	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
 	if err != nil {
-		return fmt.Errorf("open installed BPF program %d: %w", id, err)
+		return adoptByIDErr(env, id, err)
 	}
 	info, err := p.Info()
 	if err != nil {
@@ -192,13 +196,22 @@ func (c *MarkBPF) ensure(env Env, res *Result) error {
 		if c.m != nil && c.progID == f.Id {
 			return nil
 		}
-		return c.adopt(f.Id)
+		return c.adopt(env, f.Id)
 	} else if f != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("replaced the older cls_bpf mark classifier %s (no mark mask)", f.Name))
 	}
+	pins, pinErr := markPins(env)
 	m, p, err := c.load()
 	if err != nil {
 		return err
+	}
+	if pinErr == nil {
+		pinErr = pinMark(pins, m, p)
+	}
+	if pinErr != nil && !HasCap(unix.CAP_SYS_ADMIN) {
+		m.Close()
+		p.Close()
+		return pinErr
 	}
 	if err := env.Handle.FilterReplace(c.filter(env, p.FD())); err != nil {
 		m.Close()
@@ -278,7 +291,7 @@ func (c *MarkBPF) Bindings(ctx context.Context, env Env) ([]Binding, error) {
 		return nil, nil
 	}
 	if c.m == nil || c.progID != id {
-		if err := c.adopt(id); err != nil {
+		if err := c.adopt(env, id); err != nil {
 			return nil, err
 		}
 	}
@@ -297,13 +310,13 @@ func (c *MarkBPF) Bindings(ctx context.Context, env Env) ([]Binding, error) {
 func (c *MarkBPF) Remove(ctx context.Context, env Env) error {
 	defer c.Close()
 	if ok, _ := c.Installed(env); !ok {
-		return nil
+		return unpinMark(env) // pins a removed device left
 	}
 	if err := env.Handle.FilterDel(c.filter(env, -1)); err != nil {
 		return fmt.Errorf("delete cls_bpf filter %s: %w", bpfFilterName, err)
 	}
 	c.writes++
-	return nil
+	return unpinMark(env)
 }
 
 // Probe loads (and drops) the program to learn whether the kernel allows it.

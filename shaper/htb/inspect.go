@@ -132,6 +132,10 @@ func (r *Reconciler) reset(ctx context.Context) error {
 	if err := r.do(func() error { return r.h.QdiscDel(st.root) }); err != nil {
 		return fmt.Errorf("dev %s: delete root qdisc htb %x: %w", r.dev, OwnedMajor, err)
 	}
+	// The root took the cls_bpf filter with it; its pins go too.
+	if err := classify.RemoveMarkPins(env); err != nil {
+		return fmt.Errorf("dev %s: %w", r.dev, err)
+	}
 	for _, c := range r.classCache {
 		if m, ok := c.(*classify.MarkBPF); ok {
 			m.Close()

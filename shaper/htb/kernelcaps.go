@@ -142,5 +142,12 @@ func (b *Backend) Precheck(ctx context.Context, pol shaper.Policy) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.policy(pol)
-	return b.rec.checkKernel(b.rec.requestedKind(p.Classifier), b.rec.requestedLeaf(p.Leaf.Kind))
+	kind := b.rec.requestedKind(p.Classifier)
+	if err := b.rec.checkKernel(kind, b.rec.requestedLeaf(p.Leaf.Kind)); err != nil {
+		return err
+	}
+	if kind == shaper.KindAuto {
+		return nil
+	}
+	return b.rec.checkReady(kind)
 }

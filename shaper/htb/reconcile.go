@@ -69,6 +69,13 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 	if err := r.checkKernel(r.requestedKind(desired.Classifier), r.requestedLeaf(desired.Leaf.Kind)); err != nil {
 		return nil, err
 	}
+	// And one this process may not install or adopt (capabilities, pins).
+	kind := r.requestedKind(desired.Classifier)
+	if kind != shaper.KindAuto {
+		if err := r.checkReady(kind); err != nil {
+			return nil, err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -76,6 +83,7 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 	if err != nil {
 		return nil, err
 	}
+	hadNoRoot := kind == shaper.KindAuto && r.autoKind == "" && r.noRoot(link)
 	u := &run{r: r, ctx: ctx, desired: desired, link: link, res: res,
 		env: classify.Env{Handle: r.h, Link: link, Root: rootHandle()}}
 	if r.incremental && mem != nil {
@@ -94,6 +102,11 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 		}
 		if u.cls, err = r.classifier(ctx, u.env, desired, res); err != nil {
 			return nil, err
+		}
+		if kind == shaper.KindAuto {
+			if err := r.readyAfterPick(u, hadNoRoot); err != nil {
+				return nil, err
+			}
 		}
 	}
 	u.want = make([]int32, 1<<16)

@@ -37,6 +37,8 @@ type Reconciler struct {
 	autoKind   shaper.ClassifierKind
 	writes     int
 	classCache map[shaper.ClassifierKind]classify.Classifier
+	// ready holds the kinds checkReady passed.
+	ready map[shaper.ClassifierKind]bool
 	// incremental turns incremental mode on; mem is what the last
 	// successful Reconcile made true (nil: read the kernel next time).
 	incremental bool

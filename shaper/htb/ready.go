@@ -1,0 +1,52 @@
+package htb
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+)
+
+// checkReady fails, naming what is missing, when this process could not
+// install or adopt the built-in classifier of kind k (a capability, a
+// usable BPF pin directory). It is asked once per Reconciler and kind.
+func (r *Reconciler) checkReady(k shaper.ClassifierKind) error {
+	if r.cls != nil || r.ready[k] {
+		return nil
+	}
+	c, ok := r.builtin(k).(classify.Readier)
+	if !ok {
+		return nil
+	}
+	if err := c.Ready(r.dev); err != nil {
+		return fmt.Errorf("dev %s: classifier %s: %w", r.dev, k, err)
+	}
+	if r.ready == nil {
+		r.ready = map[shaper.ClassifierKind]bool{}
+	}
+	r.ready[k] = true
+	return nil
+}
+
+// noRoot reports whether the device has no root qdisc at all (so that a
+// root this run creates can go again if the run must stop).
+func (r *Reconciler) noRoot(link netlink.Link) bool {
+	st, err := r.readRoot(link)
+	return err == nil && (st.root == nil || st.root.Attrs().Handle == 0)
+}
+
+// readyAfterPick checks the classifier auto picked; if the run created
+// the root qdisc on a device that had none, the root goes again, so the
+// device is left as it was.
+func (r *Reconciler) readyAfterPick(u *run, hadNoRoot bool) error {
+	err := r.checkReady(u.cls.Kind())
+	if err == nil || !u.res.CreatedRoot || !hadNoRoot {
+		return err
+	}
+	if c, cerr := r.tc(u.link); cerr == nil {
+		_ = c.do(rootDelReq(u.link.Attrs().Index, rootHandle()))
+	}
+	return err
+}
