@@ -107,12 +107,22 @@ func (c *MarkBPF) Ready(dev string) error {
 	}
 	p.Close()
 	m.Close()
-	if HasCap(unix.CAP_SYS_ADMIN) {
-		return nil
-	}
 	pins, err := DevicePins(dev)
+	if err == nil {
+		err = pins.Ensure()
+	}
 	if err != nil {
+		if HasCap(unix.CAP_SYS_ADMIN) {
+			return nil // adopts by id
+		}
 		return err
 	}
-	return pins.Ensure()
+	// A pin that is not one (a planted symlink) is refused now, not
+	// after the tree is built.
+	for _, n := range []string{markProgPin, markMapPin} {
+		if _, _, err := pins.Lookup(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

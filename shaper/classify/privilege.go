@@ -78,3 +78,13 @@ func capList(caps []int) []string {
 type Readier interface {
 	Ready(dev string) error
 }
+
+// DeployCaps are the capabilities gtpqos documents for every command and
+// the daemon, whatever the classifier (fw needs only CAP_NET_ADMIN; bpf and
+// gtpu also CAP_BPF): what the systemd unit, the container image's compose
+// file and Helm chart grant. Never CAP_SYS_ADMIN.
+var DeployCaps = BPFCaps
+
+// CapNames returns the capabilities' names as the kernel's headers spell
+// them ("CAP_NET_ADMIN").
+func CapNames(caps []int) []string { return capList(caps) }
