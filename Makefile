@@ -9,7 +9,7 @@ PKGS    := ./...
 # with "context deadline exceeded" when the deadline lands mid-exec.
 FUZZTIME ?= 20000x
 
-.PHONY: help deps build test unit fuzz vm-test demo bench lint clean generate
+.PHONY: help deps build test unit fuzz vm-test demo bench lint clean generate image
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -54,6 +54,14 @@ lint: ## gofmt and go vet
 generate: ## Rebuild shaper/classify/gtpu's BPF objects with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
 	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || apt-get install -y clang llvm libbpf-dev
 	BPF_CFLAGS="-I/usr/include/$$(uname -m)-linux-gnu" $(GO) generate ./shaper/classify/gtpu/
+
+IMAGE   ?= gtpqos:latest
+
+image: ## Build the container image (deploy/Containerfile) with podman, buildah or docker, where one can build
+	@if command -v podman >/dev/null 2>&1; then podman build -f deploy/Containerfile -t $(IMAGE) .; \
+	elif command -v buildah >/dev/null 2>&1; then buildah bud -f deploy/Containerfile -t $(IMAGE) .; \
+	elif command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then docker build -f deploy/Containerfile -t $(IMAGE) .; \
+	else echo "make image: skipped: no podman or buildah, and no docker engine answering (docker info failed)"; fi
 
 clean: ## Remove build output
 	rm -rf bin

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -13,7 +14,10 @@ import (
 // install or adopt the built-in classifier of kind k (a capability, a
 // usable BPF pin directory). It is asked once per Reconciler and kind.
 func (r *Reconciler) checkReady(k shaper.ClassifierKind) error {
-	if r.cls != nil || r.ready[k] {
+	if !classify.HasCap(unix.CAP_NET_ADMIN) {
+		return fmt.Errorf("dev %s: missing CAP_NET_ADMIN (needed for every tc write)", r.dev)
+	}
+	if r.cls != nil || k == shaper.KindAuto || r.ready[k] {
 		return nil
 	}
 	c, ok := r.builtin(k).(classify.Readier)

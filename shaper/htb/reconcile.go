@@ -71,10 +71,8 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 	}
 	// And one this process may not install or adopt (capabilities, pins).
 	kind := r.requestedKind(desired.Classifier)
-	if kind != shaper.KindAuto {
-		if err := r.checkReady(kind); err != nil {
-			return nil, err
-		}
+	if err := r.checkReady(kind); err != nil { // auto: CAP_NET_ADMIN only, until picked
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
