@@ -99,9 +99,9 @@ func TestHelmSidecarPatch(t *testing.T) {
 	type container struct {
 		Name            string
 		SecurityContext struct {
-			RunAsNonRoot             bool `yaml:"runAsNonRoot"`
+			RunAsNonRoot             bool  `yaml:"runAsNonRoot"`
 			AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
-			ReadOnlyRootFilesystem   bool `yaml:"readOnlyRootFilesystem"`
+			ReadOnlyRootFilesystem   bool  `yaml:"readOnlyRootFilesystem"`
 			Capabilities             struct{ Add, Drop []string }
 		} `yaml:"securityContext"`
 		ReadinessProbe struct {
