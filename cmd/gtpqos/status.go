@@ -86,7 +86,7 @@ func renderStatus(w io.Writer, rep status.Report) {
 	if len(rep.Features) > 0 {
 		feats = strings.Join(rep.Features, ",")
 	}
-	fmt.Fprintf(w, "gtp5g %s  features: %s  mark mode: %s  native policer: %s\n", rep.Version, feats, rep.MarkMode, rep.Policer)
+	fmt.Fprintf(w, "gtp5g %s  features: %s  mark mode: %s  native policer: %s  (mark mode and policer are machine-wide: every UPF on this host shares them)\n", rep.Version, feats, rep.MarkMode, rep.Policer)
 	if len(rep.Families) > 0 {
 		fmt.Fprintf(w, "families: %s\n", strings.Join(rep.Families, "; "))
 	}

@@ -52,7 +52,7 @@ func TestStatusRender(t *testing.T) {
 	var buf bytes.Buffer
 	renderStatus(&buf, statusReport())
 	text := buf.String()
-	for _, s := range []string{"gtp5g 0.10.2", "mark mode: flow", "15mbit", "18mbit", "0x21", "downlink"} {
+	for _, s := range []string{"gtp5g 0.10.2", "mark mode: flow", "15mbit", "18mbit", "0x21", "downlink", "machine-wide: every UPF on this host shares them"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("status text lacks %q:\n%s", s, text)
 		}
