@@ -20,10 +20,10 @@ func markPins(env Env) (Pins, error) { return DevicePins(env.Link.Attrs().Name) 
 // pinMark pins a freshly loaded program and map, the map first: a reader
 // that finds the program's pin finds its map's.
 func pinMark(pins Pins, m *ebpf.Map, p *ebpf.Program) error {
-	if err := pins.Replace(markMapPin, m.Pin); err != nil {
+	if err := pins.Replace(markMapPin, m.FD()); err != nil {
 		return err
 	}
-	return pins.Replace(markProgPin, p.Pin)
+	return pins.Replace(markProgPin, p.FD())
 }
 
 // RemoveMarkPins removes the mark classifier's pins of env's device (only

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -214,7 +216,7 @@ func (p Pins) Lookup(name string) (string, bool, error) {
 // refuses names with a dot),
 // which then replaces the old pin in one rename, so a reader never finds
 // none or half of it.
-func (p Pins) Replace(name string, pin func(path string) error) error {
+func (p Pins) Replace(name string, fd int) error {
 	if err := p.Ensure(); err != nil {
 		return err
 	}
@@ -222,7 +224,7 @@ func (p Pins) Replace(name string, pin func(path string) error) error {
 	if err := removePin(tmp); err != nil {
 		return err
 	}
-	if err := pin(tmp); err != nil {
+	if err := objPin(fd, tmp); err != nil {
 		return fmt.Errorf("pin BPF object at %s: %w", tmp, err)
 	}
 	final := p.Path(name)
@@ -279,6 +281,29 @@ func (p Pins) Remove(names ...string) error {
 		if err := unix.Rmdir(d); err != nil {
 			break // not empty (another device's pins) or gone
 		}
+	}
+	return nil
+}
+
+// objPin pins the BPF object fd at path (BPF_OBJ_PIN). cilium/ebpf's Pin
+// remembers one path per object and moves its pin there, which a rename
+// behind its back would confuse.
+func objPin(fd int, path string) error {
+	p, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	attr := struct {
+		Path   uint64
+		FD     uint32
+		Flags  uint32
+		PathFD int32
+		_      uint32
+	}{Path: uint64(uintptr(unsafe.Pointer(p))), FD: uint32(fd)}
+	_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_OBJ_PIN, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	runtime.KeepAlive(p)
+	if errno != 0 {
+		return errno
 	}
 	return nil
 }
