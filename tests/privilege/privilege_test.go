@@ -244,3 +244,29 @@ func TestPlantedPinIsNotFollowed(t *testing.T) {
 		t.Errorf("the symlink's target changed: %q", b)
 	}
 }
+
+// TestAutoFallsBackCleanly asks for classifier auto with CAP_NET_ADMIN
+// alone on a kernel without cls_fw: auto can only pick bpf, which needs
+// CAP_BPF. The run fails naming it, and the root it made while picking
+// goes again: the device is as before.
+func TestAutoFallsBackCleanly(t *testing.T) {
+	e := newEnv(t)
+	e.ns.Run(t, "tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb")
+	_, fwErr := e.ns.Try("tc", "filter", "add", "dev", dev, "parent", "1:", "protocol", "all", "prio", "1", "fw")
+	e.ns.Run(t, "tc", "qdisc", "del", "dev", dev, "root")
+	if fwErr == nil {
+		t.Skip("this kernel has cls_fw: auto picks fw, which CAP_NET_ADMIN alone runs")
+	}
+	auto := strings.Replace(seed, "classifier: bpf", "classifier: auto", 1)
+	if err := os.WriteFile(e.flows, []byte(auto), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := e.tree()
+	out, rc := e.as([]string{"net_admin"}, "apply", "-f", e.flows, "--dev", dev, "--lock-dir", e.locks)
+	if rc == 0 || !strings.Contains(out, "CAP_BPF") {
+		t.Fatalf("auto with CAP_NET_ADMIN alone: rc %d, want a line naming CAP_BPF:\n%s", rc, out)
+	}
+	if after := e.tree(); after != before {
+		t.Errorf("the device changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
