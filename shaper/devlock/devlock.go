@@ -137,49 +137,129 @@ func (l *Lock) Path() string { return l.path }
 // Acquire takes dev's lock in dir (created if missing) for h, without
 // waiting: when another process holds it, the error is a *HeldError naming
 // that process. h.PID and h.Since are filled in.
+//
+// Whoever can write dir could plant a symlink or a file of their own under
+// the lock's name, so dir must be a real directory owned by us or root that
+// only its owner can write, the lock file is only ever written when this
+// call created it (O_EXCL, O_NOFOLLOW), and a file left by a killed writer
+// (not locked by anyone) is unlinked and made anew, whoever owned it: a
+// stale lock never blocks the next writer.
 func Acquire(dir, dev string, h Holder) (*Lock, error) {
 	if dev == "" || strings.ContainsAny(dev, "/\x00") {
 		return nil, fmt.Errorf("lock: invalid device name %q", dev)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lock directory %s: %w", dir, err)
+	if err := checkDir(dir); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, fileName(dev))
 	h.Dev, h.PID, h.Since = dev, os.Getpid(), time.Now()
-	// A holder removes the file before it unlocks, so the file locked may
-	// have been unlinked meanwhile: then lock the new one.
 	for try := 0; try < 10; try++ {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("lock for device %s: %w", dev, err)
+		l, retry, err := tryAcquire(path, dev, h)
+		if !retry {
+			return l, err
 		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			if !errors.Is(err, unix.EWOULDBLOCK) {
-				f.Close()
-				return nil, fmt.Errorf("lock %s for device %s: %w", path, dev, err)
-			}
-			by, gone := holderOf(f, path)
-			f.Close()
-			if gone {
-				continue // the holder let go meanwhile: try again
-			}
-			return nil, &HeldError{Dev: dev, Path: path, By: by}
-		}
-		if !sameFile(f, path) {
-			f.Close()
-			continue
-		}
-		// One write at offset 0, over a record that is never longer than
-		// the file's: a reader never sees an empty file after this.
-		rec := []byte(h.record())
-		if _, err := f.WriteAt(rec, 0); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: write holder: %w", path, err)
-		}
-		_ = f.Truncate(int64(len(rec)))
-		return &Lock{f: f, path: path}, nil
 	}
 	return nil, fmt.Errorf("lock %s for device %s: the lock file keeps being replaced", path, dev)
+}
+
+// checkDir makes dir (0755) if it is missing and refuses one that is not a
+// directory, is a symlink, belongs to another user than us or root, or is
+// writable by group or others.
+func checkDir(dir string) error {
+	if dir == "" {
+		return errors.New("lock directory: empty path (give --lock-dir a directory)")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("lock directory %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("lock directory %s: %w", dir, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return fmt.Errorf("lock directory %s: is a symlink; give the directory itself", dir)
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("lock directory %s: not a directory", dir)
+	case st.Uid != 0 && int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("lock directory %s: owned by uid %d, neither root nor us (uid %d)", dir, st.Uid, os.Geteuid())
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("lock directory %s: writable by group or others (mode %04o); another user could plant the lock file", dir, st.Mode&0o7777)
+	}
+	return nil
+}
+
+// tryAcquire makes one attempt; retry is true when the file changed under
+// it (a holder let go, a stale file was removed) and the caller tries again.
+func tryAcquire(path, dev string, h Holder) (l *Lock, retry bool, err error) {
+	const flags = unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|flags, 0o644)
+	if err == nil {
+		return own(os.NewFile(uintptr(fd), path), path, dev, h)
+	}
+	if !errors.Is(err, unix.EEXIST) {
+		return nil, false, fmt.Errorf("lock for device %s: create %s: %w", dev, path, err)
+	}
+	// Someone's file: open it only to lock and read it, never to write.
+	fd, err = unix.Open(path, unix.O_RDONLY|flags, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, true, nil // its holder removed it meanwhile
+	case errors.Is(err, unix.ELOOP):
+		return nil, false, fmt.Errorf("lock for device %s: %s is a symlink; refusing to follow it", dev, path)
+	case err != nil:
+		return nil, false, fmt.Errorf("lock for device %s: open %s: %w", dev, path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, false, fmt.Errorf("lock for device %s: %s is not a regular file", dev, path)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, false, fmt.Errorf("lock %s for device %s: %w", path, dev, err)
+		}
+		by, gone := holderOf(f, path)
+		if gone {
+			return nil, true, nil
+		}
+		return nil, false, &HeldError{Dev: dev, Path: path, By: by}
+	}
+	// Not held: left by a writer that died. Remove it (while holding its
+	// lock, so no one else takes it meanwhile) and start afresh.
+	if sameFile(f, path) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, false, fmt.Errorf("lock for device %s: remove the stale %s: %w", dev, path, err)
+		}
+	}
+	return nil, true, nil
+}
+
+// own locks the file this process just created and writes the holder into
+// it; on any failure the file is removed again, so no empty lock file stays.
+func own(f *os.File, path, dev string, h Holder) (*Lock, bool, error) {
+	fail := func(retry bool, err error) (*Lock, bool, error) {
+		if sameFile(f, path) {
+			_ = os.Remove(path)
+		}
+		f.Close()
+		return nil, retry, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close() // another writer took the fresh file first: ask again
+			return nil, true, nil
+		}
+		return fail(false, fmt.Errorf("lock %s for device %s: %w", path, dev, err))
+	}
+	if !sameFile(f, path) {
+		f.Close() // removed as stale before we locked it
+		return nil, true, nil
+	}
+	if _, err := f.WriteAt([]byte(h.record()), 0); err != nil {
+		return fail(false, fmt.Errorf("lock %s: write holder: %w", path, err))
+	}
+	return &Lock{f: f, path: path}, false, nil
 }
 
 // Release removes the lock file and drops the lock. The file goes first,
