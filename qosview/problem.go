@@ -48,6 +48,9 @@ func (k ProblemKind) String() string {
 	case DuplicateRule:
 		return "duplicate-rule"
 	default:
+		if n, ok := sdfKindName(k); ok {
+			return n
+		}
 		return fmt.Sprintf("problem(%d)", uint8(k))
 	}
 }

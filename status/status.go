@@ -103,6 +103,11 @@ func Collect(ctx context.Context, src Source, trees func() Trees) (Report, error
 		return rep, err
 	}
 	flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
+	if mode == gtpnl.MarkOff {
+		// Unmarked: the gtpu classifier finds flows by their SDF rules.
+		_, sp := qosview.SDFRules(pdrs, fars, flows)
+		problems = append(problems, sp...)
+	}
 	var view TreeView
 	rep.Devices = []Device{}
 	if trees != nil {

@@ -171,6 +171,7 @@ func (d *Daemon) source(patched bool, mode gtpnl.MarkMode, feats gtpnl.Features)
 				// Stock gtp5g has no events: every view is of the whole
 				// dump, so the marks are assigned over all flows.
 				flows = marks.Assign(flows)
+				problems = append(problems, d.setSDF(pdrs, fars, flows)...)
 			}
 			return flows, problems
 		},

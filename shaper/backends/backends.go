@@ -73,6 +73,14 @@ type Shared struct{ gtpu *gtpu.Classifier }
 // NewShared returns the shared state for a UPF whose N3 device is n3.
 func NewShared(n3 string) *Shared { return &Shared{gtpu: gtpu.New(gtpu.Options{N3: n3})} }
 
+// SetSDF hands the sessions' SDF rules (qosview.SDFRules) to the shared
+// GTP-U classifier, which then finds each flow inside a session by its
+// PDR's filter; see gtpu.Classifier.SetSDF.
+func (s *Shared) SetSDF(rules []shaper.SessionRules) ([]string, error) {
+	res, err := s.gtpu.SetSDF(rules)
+	return res.Notes, err
+}
+
 // Close detaches what the shared classifier attached through h (nil: the
 // current network namespace) and releases its objects.
 func (s *Shared) Close(h *netlink.Handle) error {

@@ -95,40 +95,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 		}
 		scale = f
 	}
-	root := gtp5gtest.Root()
-	gnb, dn := gtp5gtest.In("gnb", testenv.NewNetNS(t)), gtp5gtest.In("dn", testenv.NewNetNS(t))
-	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	root.IP(t, "link", "add", "n3", "type", "veth", "peer", "name", "n3g", "netns", gnb.NetNS.Name)
-	t.Cleanup(func() { _, _ = root.TryIP("link", "del", "n3") })
-	root.IP(t, "link", "add", "n6", "type", "veth", "peer", "name", "n6d", "netns", dn.NetNS.Name)
-	t.Cleanup(func() { _, _ = root.TryIP("link", "del", "n6") })
-	root.IP(t, "addr", "add", "10.100.0.1/24", "dev", "n3")
-	root.IP(t, "addr", "add", "10.200.0.1/24", "dev", "n6")
-	root.IP(t, "link", "set", "n3", "up")
-	root.IP(t, "link", "set", "n6", "up")
-	gnb.IP(t, "addr", "add", "10.100.0.2/24", "dev", "n3g")
-	gnb.IP(t, "link", "set", "n3g", "up")
-	gnb.IP(t, "addr", "add", "10.60.0.1/32", "dev", "lo")
-	for _, a := range []string{"10.200.0.2/24", "10.200.0.3/24", "10.200.0.4/24"} {
-		dn.IP(t, "addr", "add", a, "dev", "n6d")
-	}
-	dn.IP(t, "link", "set", "n6d", "up")
-	dn.IP(t, "route", "add", "10.60.0.0/16", "via", "10.200.0.1")
-
-	root.AddLink(t, "upfgtp", gtp5gtest.RoleUPF)
-	root.IP(t, "route", "add", "10.60.0.0/16", "dev", "upfgtp")
-	gnb.AddLink(t, "rangtp", gtp5gtest.RoleRAN)
-	gnb.IP(t, "route", "add", "10.200.0.0/16", "dev", "rangtp")
-
-	// gNB: downlink F-TEID 100 (no UE IP: an F-TEID PDR is matched as
-	// uplink against the inner source), uplink toward the UPF's TEID 200.
-	ran := gnb.DialRules(t, "rangtp")
-	ran.AddFAR(t, 0, 1, gtp5gtest.FARForward(0, ""))
-	ran.AddFAR(t, 0, 2, gtp5gtest.FARForward(200, "10.100.0.1"))
-	ran.AddPDR(t, 0, 1, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcAccess, FTEID: 100, FTEIDAddr: "10.100.0.2", OHR: true, FARID: 1})
-	ran.AddPDR(t, 0, 2, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", FARID: 2})
+	root, gnb, dn := stockTopology(t)
 
 	// UPF: session 1, one downlink PDR/FAR/QER per flow (FAR: TEID 100
 	// toward the gNB), one uplink PDR (F-TEID 200) for iperf3's control.
@@ -288,4 +255,47 @@ func iperf3Downlink(t *testing.T, ue, dn *testenv.NetNS, srcs []string, offered 
 		got[i] /= float64(len(iv))
 	}
 	return got
+}
+
+// stockTopology builds the guest's UPF (root namespace: upfgtp, N3 n3
+// 10.100.0.1, N6 n6 10.200.0.1), gNB + UE (netns gnb: rangtp, UE
+// 10.60.0.1 on lo, downlink F-TEID 100, uplink toward TEID 200) and DN
+// (netns dn: 10.200.0.2/.3/.4).
+func stockTopology(t *testing.T) (root, gnb, dn gtp5gtest.NS) {
+	root = gtp5gtest.Root()
+	gnb, dn = gtp5gtest.In("gnb", testenv.NewNetNS(t)), gtp5gtest.In("dn", testenv.NewNetNS(t))
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root.IP(t, "link", "add", "n3", "type", "veth", "peer", "name", "n3g", "netns", gnb.NetNS.Name)
+	t.Cleanup(func() { _, _ = root.TryIP("link", "del", "n3") })
+	root.IP(t, "link", "add", "n6", "type", "veth", "peer", "name", "n6d", "netns", dn.NetNS.Name)
+	t.Cleanup(func() { _, _ = root.TryIP("link", "del", "n6") })
+	root.IP(t, "addr", "add", "10.100.0.1/24", "dev", "n3")
+	root.IP(t, "addr", "add", "10.200.0.1/24", "dev", "n6")
+	root.IP(t, "link", "set", "n3", "up")
+	root.IP(t, "link", "set", "n6", "up")
+	gnb.IP(t, "addr", "add", "10.100.0.2/24", "dev", "n3g")
+	gnb.IP(t, "link", "set", "n3g", "up")
+	gnb.IP(t, "addr", "add", "10.60.0.1/32", "dev", "lo")
+	for _, a := range []string{"10.200.0.2/24", "10.200.0.3/24", "10.200.0.4/24"} {
+		dn.IP(t, "addr", "add", a, "dev", "n6d")
+	}
+	dn.IP(t, "link", "set", "n6d", "up")
+	dn.IP(t, "route", "add", "10.60.0.0/16", "via", "10.200.0.1")
+
+	root.AddLink(t, "upfgtp", gtp5gtest.RoleUPF)
+	root.IP(t, "route", "add", "10.60.0.0/16", "dev", "upfgtp")
+	gnb.AddLink(t, "rangtp", gtp5gtest.RoleRAN)
+	gnb.IP(t, "route", "add", "10.200.0.0/16", "dev", "rangtp")
+
+	// gNB: downlink F-TEID 100 (no UE IP: an F-TEID PDR is matched as
+	// uplink against the inner source), uplink toward the UPF's TEID 200.
+	ran := gnb.DialRules(t, "rangtp")
+	ran.AddFAR(t, 0, 1, gtp5gtest.FARForward(0, ""))
+	ran.AddFAR(t, 0, 2, gtp5gtest.FARForward(200, "10.100.0.1"))
+	ran.AddPDR(t, 0, 1, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcAccess, FTEID: 100, FTEIDAddr: "10.100.0.2", OHR: true, FARID: 1})
+	ran.AddPDR(t, 0, 2, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", FARID: 2})
+
+	return root, gnb, dn
 }

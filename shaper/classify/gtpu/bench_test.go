@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // BenchmarkClassify measures the per-packet cost of gtpu_egress with 10 and
@@ -88,5 +91,39 @@ func BenchmarkSyncOneChange(b *testing.B) {
 		if res.Writes() != 1 {
 			b.Fatalf("sync wrote %d keys, want 1", res.Writes())
 		}
+	}
+}
+
+// BenchmarkClassifySDF measures gtpu_egress when the TEID has SDF rules
+// and the inner packet matches the first rule or only the last of
+// shaper.MaxSDFRules (each earlier rule asks for another source port).
+//
+//	go test -run '^$' -bench ClassifySDF -benchtime 20x ./shaper/classify/gtpu/
+func BenchmarkClassifySDF(b *testing.B) {
+	for _, at := range []int{1, shaper.MaxSDFRules} {
+		b.Run(fmt.Sprintf("match-rule-%d", at), func(b *testing.B) {
+			o := loadForTest(b)
+			var rs []shaper.SDFRule
+			for i := 1; i < at; i++ {
+				rs = append(rs, shaper.SDFRule{Flow: flowC, Proto: 17, UE: ue1, SrcPorts: []shaper.PortRange{{Lo: uint16(i), Hi: uint16(i)}}})
+			}
+			rs = append(rs, shaper.SDFRule{Flow: flowA, Proto: 17, Src: dn, SrcMask: full, UE: ue1, DstPorts: []shaper.PortRange{{Lo: 5001, Hi: 5001}}})
+			want, _ := compileRules([]shaper.SessionRules{{Direction: shaper.Downlink, TEID: 100, SEID: 1, Rules: rs}}, shaper.Downlink,
+				map[shaper.FlowID]classify.Entry{flowA: {ClassID: classA}, flowC: {ClassID: classC}}, func(e classify.Entry) uint32 { return e.ClassID })
+			if _, err := o.dlr.sync(want); err != nil {
+				b.Fatal(err)
+			}
+			data := gtp(100, 1, innerV4(17, dn, ue1, 4000, 5001)).build()
+			var total time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				verdict, d := runTimed(b, o, data, 100000)
+				if verdict != actOK {
+					b.Fatalf("verdict %#x, want TC_ACT_OK", verdict)
+				}
+				total += d
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/pkt")
+		})
 	}
 }

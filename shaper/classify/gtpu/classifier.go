@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
 )
@@ -31,6 +32,10 @@ type Classifier struct {
 	opts Options
 	objs *Objects
 	att  map[attKey]Attachment
+	// sdf are the sessions' SDF rules (SetSDF); ents the entries each
+	// direction's maps hold, to give the rules their values.
+	sdf  []shaper.SessionRules
+	ents map[shaper.Direction]map[shaper.FlowID]classify.Entry
 }
 
 type attKey struct {
@@ -41,7 +46,7 @@ type attKey struct {
 // New returns a Classifier for the N3 device opts.N3. Nothing is loaded or
 // attached until the first Sync.
 func New(opts Options) *Classifier {
-	return &Classifier{opts: opts, att: map[attKey]Attachment{}}
+	return &Classifier{opts: opts, att: map[attKey]Attachment{}, ents: map[shaper.Direction]map[shaper.FlowID]classify.Entry{}}
 }
 
 // Objects returns the loaded BPF objects (nil before the first Sync).

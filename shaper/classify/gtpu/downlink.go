@@ -48,6 +48,10 @@ func (d downlink) Sync(ctx context.Context, env classify.Env, table classify.Tab
 	if err != nil {
 		return res, err
 	}
+	c.setEntries(shaper.Downlink, table.Entries)
+	if err := c.syncRules(shaper.Downlink, &res); err != nil {
+		return res, err
+	}
 	dflt := table.Default
 	if dflt != c.objs.dflt {
 		if err := c.objs.SetDefaultClass(dflt); err != nil {
@@ -98,6 +102,11 @@ func (d downlink) Patch(ctx context.Context, env classify.Env, del, put []classi
 	res.Notes = append(res.Notes, notes...)
 	s, err := d.c.objs.PatchDownlink(delKeys, want)
 	addSync(&res, s)
+	if err != nil {
+		return res, err
+	}
+	d.c.patchEntries(shaper.Downlink, del, put)
+	err = d.c.syncRules(shaper.Downlink, &res)
 	return res, err
 }
 

@@ -68,6 +68,9 @@ func FuzzDownlinkParser(f *testing.F) {
 		}
 		o := loadParserMapsOnce(t)
 		frame := append([]byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00}, ipPacket...)
+		// Each input stands alone: an earlier input's first fragment
+		// must not classify this one (refParse keeps no state).
+		clearFrags(t, o)
 		verdict, out := run(t, o.DownlinkProgram(), frame, newCtx(presetMark, presetPrio), 1)
 		gtp, teid, qfi, hasQFI := refParse(frame)
 		wantVerdict, wantPrio := uint32(actUnspec), uint32(presetPrio)
@@ -89,4 +92,15 @@ func FuzzDownlinkParser(f *testing.F) {
 				verdict, out.priority(), out.mark(), gtp, teid, qfi, hasQFI, wantVerdict, wantPrio)
 		}
 	})
+}
+
+// clearFrags empties the fragment map.
+func clearFrags(t *testing.T, o *Objects) {
+	t.Helper()
+	var k gtpuFragKey
+	for o.objs.Frags.NextKey(nil, &k) == nil {
+		if err := o.objs.Frags.Delete(k); err != nil {
+			t.Fatalf("frags: delete %+v: %v", k, err)
+		}
+	}
 }

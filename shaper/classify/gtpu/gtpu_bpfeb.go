@@ -20,9 +20,46 @@ type gtpuFlowKey struct {
 	Pad  [3]uint8
 }
 
+type gtpuFragKey struct {
+	_     structs.HostLayout
+	Saddr uint32
+	Daddr uint32
+	Id    uint16
+	Proto uint8
+	Dir   uint8
+}
+
 type gtpuGtpuConfig struct {
 	_              structs.HostLayout
 	DlDefaultClass uint32
+}
+
+type gtpuSdfRules struct {
+	_ structs.HostLayout
+	N uint32
+	R [16]struct {
+		_       structs.HostLayout
+		Src     uint32
+		Smask   uint32
+		Dst     uint32
+		Dmask   uint32
+		Ue      uint32
+		Value   uint32
+		Proto   uint8
+		UeIsSrc uint8
+		Nsport  uint8
+		Ndport  uint8
+		Sport   [4]struct {
+			_  structs.HostLayout
+			Lo uint16
+			Hi uint16
+		}
+		Dport [4]struct {
+			_  structs.HostLayout
+			Lo uint16
+			Hi uint16
+		}
+	}
 }
 
 // Names of all BPF objects in the ELF.
@@ -31,9 +68,12 @@ type gtpuGtpuConfig struct {
 const (
 	gtpuMapConfig       = "config"
 	gtpuMapDlClass      = "dl_class"
+	gtpuMapDlRules      = "dl_rules"
+	gtpuMapFrags        = "frags"
 	gtpuMapMarkClass    = "mark_class"
 	gtpuMapStats        = "stats"
 	gtpuMapUlMark       = "ul_mark"
+	gtpuMapUlRules      = "ul_rules"
 	gtpuProgGtpuEgress  = "gtpu_egress"
 	gtpuProgGtpuIngress = "gtpu_ingress"
 	gtpuProgMarkEgress  = "mark_egress"
@@ -93,9 +133,12 @@ type gtpuProgramSpecs struct {
 type gtpuMapSpecs struct {
 	Config    *ebpf.MapSpec `ebpf:"config"`
 	DlClass   *ebpf.MapSpec `ebpf:"dl_class"`
+	DlRules   *ebpf.MapSpec `ebpf:"dl_rules"`
+	Frags     *ebpf.MapSpec `ebpf:"frags"`
 	MarkClass *ebpf.MapSpec `ebpf:"mark_class"`
 	Stats     *ebpf.MapSpec `ebpf:"stats"`
 	UlMark    *ebpf.MapSpec `ebpf:"ul_mark"`
+	UlRules   *ebpf.MapSpec `ebpf:"ul_rules"`
 }
 
 // gtpuVariableSpecs contains global variables before they are loaded into the kernel.
@@ -127,18 +170,24 @@ func (o *gtpuObjects) Close() error {
 type gtpuMaps struct {
 	Config    *ebpf.Map `ebpf:"config"`
 	DlClass   *ebpf.Map `ebpf:"dl_class"`
+	DlRules   *ebpf.Map `ebpf:"dl_rules"`
+	Frags     *ebpf.Map `ebpf:"frags"`
 	MarkClass *ebpf.Map `ebpf:"mark_class"`
 	Stats     *ebpf.Map `ebpf:"stats"`
 	UlMark    *ebpf.Map `ebpf:"ul_mark"`
+	UlRules   *ebpf.Map `ebpf:"ul_rules"`
 }
 
 func (m *gtpuMaps) Close() error {
 	return _GtpuClose(
 		m.Config,
 		m.DlClass,
+		m.DlRules,
+		m.Frags,
 		m.MarkClass,
 		m.Stats,
 		m.UlMark,
+		m.UlRules,
 	)
 }
 

@@ -17,9 +17,11 @@ const EthernetHeaderLen = 14
 // attached filters keep their own references until detached.
 type Objects struct {
 	objs gtpuObjects
-	dl   table[gtpuFlowKey]
-	ul   table[gtpuFlowKey]
-	mc   table[uint32]
+	dl   table[gtpuFlowKey, uint32]
+	ul   table[gtpuFlowKey, uint32]
+	mc   table[uint32, uint32]
+	dlr  table[uint32, gtpuSdfRules]
+	ulr  table[uint32, gtpuSdfRules]
 	dflt uint32
 }
 
@@ -65,9 +67,11 @@ func Load(opts LoadOptions) (*Objects, error) {
 		}
 		return nil, fmt.Errorf("gtpu bpf: load objects: %w", err)
 	}
-	o.dl = newTable[gtpuFlowKey](o.objs.DlClass, "dl_class")
-	o.ul = newTable[gtpuFlowKey](o.objs.UlMark, "ul_mark")
-	o.mc = newTable[uint32](o.objs.MarkClass, "mark_class")
+	o.dl = newTable[gtpuFlowKey, uint32](o.objs.DlClass, "dl_class")
+	o.ul = newTable[gtpuFlowKey, uint32](o.objs.UlMark, "ul_mark")
+	o.mc = newTable[uint32, uint32](o.objs.MarkClass, "mark_class")
+	o.dlr = newTable[uint32, gtpuSdfRules](o.objs.DlRules, "dl_rules")
+	o.ulr = newTable[uint32, gtpuSdfRules](o.objs.UlRules, "ul_rules")
 	return o, nil
 }
 

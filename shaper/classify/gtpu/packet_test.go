@@ -30,6 +30,9 @@ type pkt struct {
 	s, pn     bool
 	exts      []extHdr // non-empty sets E
 	truncate  int      // if > 0, keep only this many bytes
+	inner     []byte   // if set: the T-PDU (else 64 bytes, IPv4 version only)
+	mf        bool     // more fragments
+	ipID      uint16
 }
 
 // build encodes the packet with a 64-byte inner IPv4/UDP payload.
@@ -81,8 +84,11 @@ func (p pkt) build() []byte {
 			gtp = append(gtp, body...)
 			gtp = append(gtp, next)
 		}
-		inner := make([]byte, 64)
-		inner[0] = 0x45
+		inner := p.inner
+		if inner == nil {
+			inner = make([]byte, 64)
+			inner[0] = 0x45
+		}
 		gtp = append(gtp, inner...)
 		binary.BigEndian.PutUint16(gtp[2:], uint16(len(gtp)-8))
 	}
@@ -100,7 +106,11 @@ func (p pkt) build() []byte {
 	ip := make([]byte, 20, ihl+len(udp))
 	ip[0] = 0x40 | byte(ihl/4)
 	binary.BigEndian.PutUint16(ip[2:], uint16(ihl+len(udp)))
+	binary.BigEndian.PutUint16(ip[4:], p.ipID)
 	binary.BigEndian.PutUint16(ip[6:], p.fragOff&0x1fff)
+	if p.mf {
+		ip[6] |= 0x20
+	}
 	ip[8] = 64
 	ip[9] = p.ipProto
 	if ip[9] == 0 {

@@ -16,6 +16,12 @@ type Counters struct {
 	Miss uint64
 	// NoQFI packets were GTP-U without a readable PDU Session Container.
 	NoQFI uint64
+	// SDFHit packets matched an SDF rule of their TEID's session.
+	SDFHit uint64
+	// FragHit non-first fragments took their first fragment's class or
+	// mark; FragMiss ones found none (their first was not seen) and were
+	// left alone.
+	FragHit, FragMiss uint64
 }
 
 // Stats are the counters of the downlink (N3 egress) and uplink (N3
@@ -25,7 +31,7 @@ type Stats struct {
 	Uplink   Counters
 }
 
-const statMax = 4
+const statMax = 7
 
 // Stats reads the per-CPU counters and sums them.
 func (o *Objects) Stats() (Stats, error) { return readStats(o.objs.Stats) }
@@ -54,6 +60,12 @@ func readStats(m *ebpf.Map) (Stats, error) {
 			c.Miss = sum
 		case 3:
 			c.NoQFI = sum
+		case 4:
+			c.SDFHit = sum
+		case 5:
+			c.FragHit = sum
+		case 6:
+			c.FragMiss = sum
 		}
 	}
 	return out, nil

@@ -18,19 +18,19 @@ type SyncResult struct {
 }
 
 // table mirrors one BPF hash map so a sync touches only changed keys.
-type table[K comparable] struct {
+type table[K, V comparable] struct {
 	m    *ebpf.Map
 	name string
-	cur  map[K]uint32
+	cur  map[K]V
 }
 
-func newTable[K comparable](m *ebpf.Map, name string) table[K] {
-	return table[K]{m: m, name: name, cur: map[K]uint32{}}
+func newTable[K, V comparable](m *ebpf.Map, name string) table[K, V] {
+	return table[K, V]{m: m, name: name, cur: map[K]V{}}
 }
 
 // sync deletes keys not in want and writes keys whose value differs.
 // On error the mirror still matches what the kernel map holds.
-func (t *table[K]) sync(want map[K]uint32) (SyncResult, error) {
+func (t *table[K, V]) sync(want map[K]V) (SyncResult, error) {
 	var res SyncResult
 	if max := int(t.m.MaxEntries()); len(want) > max {
 		return res, fmt.Errorf("gtpu bpf: map %s: %d entries wanted, room for %d", t.name, len(want), max)
@@ -64,7 +64,7 @@ func (t *table[K]) sync(want map[K]uint32) (SyncResult, error) {
 }
 
 // patch deletes del's keys and writes put's, keeping the mirror.
-func (t *table[K]) patch(del []K, put map[K]uint32) (SyncResult, error) {
+func (t *table[K, V]) patch(del []K, put map[K]V) (SyncResult, error) {
 	var res SyncResult
 	for _, k := range del {
 		if err := t.m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {

@@ -77,6 +77,10 @@ func (u uplink) Sync(ctx context.Context, env classify.Env, table classify.Table
 	if err != nil {
 		return res, err
 	}
+	c.setEntries(shaper.Uplink, table.Entries)
+	if err := c.syncRules(shaper.Uplink, &res); err != nil {
+		return res, err
+	}
 	if err := c.attachNoting(env, n3, Ingress, "gtpu-ingress", &res); err != nil {
 		return res, err
 	}
@@ -160,6 +164,11 @@ func (u uplink) Patch(ctx context.Context, env classify.Env, del, put []classify
 	}
 	s, err = u.c.objs.PatchMarkClasses(delMarks, marks)
 	addSync(&res, s)
+	if err != nil {
+		return res, err
+	}
+	u.c.patchEntries(shaper.Uplink, del, put)
+	err = u.c.syncRules(shaper.Uplink, &res)
 	return res, err
 }
 

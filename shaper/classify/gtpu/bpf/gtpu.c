@@ -85,6 +85,78 @@ struct {
 	__type(value, struct gtpu_config);
 } config SEC(".maps");
 
+// sdf_rule is one PDR's SDF filter, as gtp5g matches it against the
+// inner IPv4 packet (pdr.c sdf_filter_match): protocol (0xff: any),
+// source and destination address under their masks, and, when any port
+// range is given, the ports read right after a 20-octet IPv4 header.
+// Addresses are in network byte order. ue, when not 0, is the PDR's UE
+// address: the inner destination downlink, the inner source uplink.
+// value is what a match yields: the class id (downlink) or the mark
+// (uplink); 0 sends the packet to the default class (unmarked uplink).
+#define MAX_SDF_RULES 16
+#define MAX_PORT_RANGES 4
+
+struct port_range {
+	__u16 lo;
+	__u16 hi;
+};
+
+struct sdf_rule {
+	__u32 src;
+	__u32 smask;
+	__u32 dst;
+	__u32 dmask;
+	__u32 ue;
+	__u32 value;
+	__u8 proto;
+	__u8 ue_is_src;
+	__u8 nsport;
+	__u8 ndport;
+	struct port_range sport[MAX_PORT_RANGES];
+	struct port_range dport[MAX_PORT_RANGES];
+};
+
+// sdf_rules: one session's rules on one TEID, in gtp5g's order
+// (precedence, lowest first). n counts the rules used (<= MAX_SDF_RULES).
+struct sdf_rules {
+	__u32 n;
+	struct sdf_rule r[MAX_SDF_RULES];
+};
+
+// TEID -> the session's SDF rules, per direction.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct sdf_rules);
+} dl_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct sdf_rules);
+} ul_rules SEC(".maps");
+
+// frag_key names one outer IPv4 datagram: its non-first fragments carry
+// no UDP or GTP-U header, so they take what the first fragment got.
+struct frag_key {
+	__u32 saddr;
+	__u32 daddr;
+	__u16 id;
+	__u8 proto;
+	__u8 dir; // 0 egress (value: class id), 1 ingress (value: mark)
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct frag_key);
+	__type(value, __u32);
+} frags SEC(".maps");
+
 // Per-CPU packet counters: enum stat for gtpu_egress, STAT_MAX + enum stat
 // for gtpu_ingress.
 enum stat {
@@ -92,7 +164,10 @@ enum stat {
 	STAT_HIT = 1,      // (TEID, QFI) or QFI-only entry found
 	STAT_MISS = 2,     // GTP-U, no entry: default class / no mark
 	STAT_NO_QFI = 3,   // GTP-U without a usable PDU Session Container
-	STAT_MAX = 4,
+	STAT_SDF_HIT = 4,  // an SDF rule of the TEID's session matched
+	STAT_FRAG_HIT = 5, // a non-first fragment followed its first fragment
+	STAT_FRAG_MISS = 6, // a non-first fragment whose first was not seen
+	STAT_MAX = 7,
 };
 
 struct {
@@ -115,8 +190,16 @@ enum parse_result {
 	PARSE_GTP_QFI = 2, // GTP-U with TEID and QFI
 };
 
+// pkt is what parse learnt about a packet besides its key.
+struct pkt {
+	struct frag_key frag;
+	__u8 first_frag; // offset 0 with more fragments to come
+	__u8 later_frag; // offset != 0
+	__u32 inner;     // offset of the T-PDU (0: unknown)
+};
+
 // parse reads TEID and QFI of an IPv4/UDP/GTP-U packet.
-static __always_inline int parse(struct __sk_buff *skb, struct flow_key *key)
+static __always_inline int parse(struct __sk_buff *skb, struct flow_key *key, struct pkt *pk)
 {
 	__u8 ip[20];
 	__u8 udp[8];
@@ -134,9 +217,16 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow_key *key)
 		return PARSE_NOT_GTP;
 	if (ip[9] != IPPROTO_UDP_)
 		return PARSE_NOT_GTP;
+	__builtin_memcpy(&pk->frag.saddr, ip + 12, 4);
+	__builtin_memcpy(&pk->frag.daddr, ip + 16, 4);
+	pk->frag.id = (__u16)ip[4] << 8 | ip[5];
+	pk->frag.proto = ip[9];
 	// A non-first fragment carries no UDP header.
-	if (((ip[6] & 0x1f) | ip[7]) != 0)
+	if (((ip[6] & 0x1f) | ip[7]) != 0) {
+		pk->later_frag = 1;
 		return PARSE_NOT_GTP;
+	}
+	pk->first_frag = (ip[6] & 0x20) != 0;
 	off += ihl;
 	if (bpf_skb_load_bytes(skb, off, udp, sizeof(udp)) < 0)
 		return PARSE_NOT_GTP;
@@ -152,39 +242,49 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow_key *key)
 		    (__u32)gtp[6] << 8 | gtp[7];
 	if (gtp[1] != GTP_TPDU)
 		return PARSE_GTP;
-	if (!(gtp[0] & (GTP_FLAG_E | GTP_FLAG_S | GTP_FLAG_PN)))
+	if (!(gtp[0] & (GTP_FLAG_E | GTP_FLAG_S | GTP_FLAG_PN))) {
+		pk->inner = off + 8;
 		return PARSE_GTP;
+	}
 	// Sequence number (2), N-PDU number (1), next extension type (1):
 	// present if any of E/S/PN is set; the next type counts only with E.
 	if (bpf_skb_load_bytes(skb, off + 8, gtp + 8, 4) < 0)
 		return PARSE_GTP;
-	if (!(gtp[0] & GTP_FLAG_E))
+	if (!(gtp[0] & GTP_FLAG_E)) {
+		pk->inner = off + 12;
 		return PARSE_GTP;
+	}
 	__u8 next = gtp[11];
 	off += 12;
+	int r = PARSE_GTP;
 
+	// Walk the whole chain: the T-PDU starts after its last header.
 	for (int i = 0; i < MAX_EXT_HDRS; i++) {
 		__u8 ext[3];
 
-		if (next == 0)
-			return PARSE_GTP;
+		if (next == 0) {
+			pk->inner = off;
+			return r;
+		}
 		if (bpf_skb_load_bytes(skb, off, ext, 1) < 0)
-			return PARSE_GTP;
+			return r;
 		__u32 len = (__u32)ext[0] * 4;
 		if (len == 0)
-			return PARSE_GTP;
-		if (next == EXT_PDU_SESSION) {
+			return r;
+		if (next == EXT_PDU_SESSION && r == PARSE_GTP) {
 			if (bpf_skb_load_bytes(skb, off, ext, 3) < 0)
-				return PARSE_GTP;
+				return r;
 			key->qfi = ext[2] & 0x3f;
-			return PARSE_GTP_QFI;
+			r = PARSE_GTP_QFI;
 		}
 		// Next extension type is the last octet of this header.
 		if (bpf_skb_load_bytes(skb, off + len - 1, &next, 1) < 0)
-			return PARSE_GTP;
+			return r;
 		off += len;
 	}
-	return PARSE_GTP;
+	if (next == 0)
+		pk->inner = off;
+	return r;
 }
 
 // lookup finds the value for (TEID, QFI), falling back to a QFI-only entry.
@@ -197,31 +297,143 @@ static __always_inline __u32 *lookup(void *map, struct flow_key *key)
 	return bpf_map_lookup_elem(map, &any);
 }
 
+static __always_inline int ports_match(const struct port_range *pr, __u8 n, __u16 port)
+{
+	if (n == 0)
+		return 1;
+	for (int i = 0; i < MAX_PORT_RANGES; i++) {
+		if (i >= n)
+			break;
+		if (pr[i].lo <= port && port <= pr[i].hi)
+			return 1;
+	}
+	return 0;
+}
+
+// match_sdf runs the inner IPv4 packet at pk->inner against the rules of
+// its TEID's session in order, as gtp5g's pdr_find_by_gtp1u and
+// pdr_find_by_ipv4 do. It returns 1 and sets *value on the first match.
+static __always_inline int match_sdf(struct __sk_buff *skb, struct pkt *pk, struct sdf_rules *rs, __u32 *value)
+{
+	__u8 ip[20];
+	__u8 pb[4];
+	__u32 saddr, daddr;
+	int have_ports;
+
+	if (pk->inner == 0)
+		return 0;
+	if (bpf_skb_load_bytes(skb, pk->inner, ip, sizeof(ip)) < 0)
+		return 0;
+	if ((ip[0] >> 4) != 4)
+		return 0;
+	__builtin_memcpy(&saddr, ip + 12, 4);
+	__builtin_memcpy(&daddr, ip + 16, 4);
+	// gtp5g reads the ports right after a 20-octet header, whatever IHL says.
+	have_ports = bpf_skb_load_bytes(skb, pk->inner + 20, pb, 4) == 0;
+	__u16 sport = (__u16)pb[0] << 8 | pb[1];
+	__u16 dport = (__u16)pb[2] << 8 | pb[3];
+
+	for (int i = 0; i < MAX_SDF_RULES; i++) {
+		if (i >= rs->n)
+			break;
+		struct sdf_rule *r = &rs->r[i];
+
+		if (r->ue && r->ue != (r->ue_is_src ? saddr : daddr))
+			continue;
+		if (r->proto != 0xff && r->proto != ip[9])
+			continue;
+		if ((saddr ^ r->src) & r->smask)
+			continue;
+		if ((daddr ^ r->dst) & r->dmask)
+			continue;
+		if (r->nsport + r->ndport > 0) {
+			if (!have_ports)
+				continue;
+			if (!ports_match(r->sport, r->nsport, sport))
+				continue;
+			if (!ports_match(r->dport, r->ndport, dport))
+				continue;
+		}
+		*value = r->value;
+		return 1;
+	}
+	return 0;
+}
+
+// classify_gtp finds a GTP-U packet's value: the session's SDF rules
+// first (keyed by TEID alone, so whatever QFI the wire carries), then
+// (TEID, QFI). found is 0 when neither knows the packet.
+static __always_inline int classify_gtp(struct __sk_buff *skb, int r, struct flow_key *key, struct pkt *pk,
+					void *rules, void *keys, __u32 *value, __u32 stat_base)
+{
+	struct sdf_rules *rs = bpf_map_lookup_elem(rules, &key->teid);
+	if (rs && match_sdf(skb, pk, rs, value)) {
+		count(stat_base + STAT_SDF_HIT);
+		return 1;
+	}
+	if (r == PARSE_GTP_QFI) {
+		__u32 *v = lookup(keys, key);
+		if (v) {
+			count(stat_base + STAT_HIT);
+			*value = *v;
+			return 1;
+		}
+		count(stat_base + STAT_MISS);
+	} else {
+		count(stat_base + STAT_NO_QFI);
+	}
+	return 0;
+}
+
+// remember stores a first fragment's value for the rest of its datagram.
+static __always_inline void remember(struct pkt *pk, __u8 dir, __u32 value)
+{
+	if (!pk->first_frag)
+		return;
+	pk->frag.dir = dir;
+	bpf_map_update_elem(&frags, &pk->frag, &value, BPF_ANY);
+}
+
+// recall finds the value of a non-first fragment's first fragment.
+static __always_inline __u32 *recall(struct pkt *pk, __u8 dir)
+{
+	pk->frag.dir = dir;
+	return bpf_map_lookup_elem(&frags, &pk->frag);
+}
+
 SEC("tc")
 int gtpu_egress(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
-	int r = parse(skb, &key);
+	struct pkt pk = {};
+	__u32 value = 0;
+	int r = parse(skb, &key, &pk);
 
 	if (r == PARSE_NOT_GTP) {
+		if (pk.later_frag) {
+			__u32 *v = recall(&pk, 0);
+			if (v) {
+				count(STAT_FRAG_HIT);
+				if (*v)
+					skb->priority = *v;
+				return TC_ACT_OK;
+			}
+			count(STAT_FRAG_MISS);
+		}
 		count(STAT_NOT_GTP);
 		return TC_ACT_UNSPEC;
 	}
-	if (r == PARSE_GTP_QFI) {
-		__u32 *cls = lookup(&dl_class, &key);
-		if (cls) {
-			count(STAT_HIT);
-			skb->priority = *cls;
-			return TC_ACT_OK;
-		}
-		count(STAT_MISS);
-	} else {
-		count(STAT_NO_QFI);
+	if (!classify_gtp(skb, r, &key, &pk, &dl_rules, &dl_class, &value, 0))
+		value = 0;
+	if (value == 0) {
+		__u32 zero = 0;
+		struct gtpu_config *cfg = bpf_map_lookup_elem(&config, &zero);
+		if (cfg)
+			value = cfg->dl_default_class;
 	}
-	__u32 zero = 0;
-	struct gtpu_config *cfg = bpf_map_lookup_elem(&config, &zero);
-	if (cfg && cfg->dl_default_class)
-		skb->priority = cfg->dl_default_class;
+	if (value)
+		skb->priority = value;
+	remember(&pk, 0, value);
 	return TC_ACT_OK;
 }
 
@@ -229,23 +441,27 @@ SEC("tc")
 int gtpu_ingress(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
-	int r = parse(skb, &key);
+	struct pkt pk = {};
+	__u32 value = 0;
+	int r = parse(skb, &key, &pk);
 
 	if (r == PARSE_NOT_GTP) {
+		if (pk.later_frag) {
+			__u32 *v = recall(&pk, 1);
+			if (v) {
+				count(STAT_MAX + STAT_FRAG_HIT);
+				if (*v)
+					skb->mark = *v;
+				return TC_ACT_OK;
+			}
+			count(STAT_MAX + STAT_FRAG_MISS);
+		}
 		count(STAT_MAX + STAT_NOT_GTP);
 		return TC_ACT_UNSPEC;
 	}
-	if (r == PARSE_GTP_QFI) {
-		__u32 *mark = lookup(&ul_mark, &key);
-		if (mark) {
-			count(STAT_MAX + STAT_HIT);
-			skb->mark = *mark;
-			return TC_ACT_OK;
-		}
-		count(STAT_MAX + STAT_MISS);
-	} else {
-		count(STAT_MAX + STAT_NO_QFI);
-	}
+	if (classify_gtp(skb, r, &key, &pk, &ul_rules, &ul_mark, &value, STAT_MAX) && value)
+		skb->mark = value;
+	remember(&pk, 1, value);
 	return TC_ACT_OK;
 }
 
