@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -122,8 +123,8 @@ const MaxFlowsFileSize = 16 << 20
 
 // LoadFlowsFile reads and parses a flows file. Errors are one line naming
 // the file, the flow and the field. A file larger than MaxFlowsFileSize
-// (or an endless one, such as /dev/zero) is refused after reading at most
-// that much.
+// is refused after reading at most that much, and anything but a regular
+// file (a FIFO, /dev/zero) before reading.
 func LoadFlowsFile(path string) (FlowsFile, error) {
 	data, err := ReadBounded(path, MaxFlowsFileSize)
 	if err != nil {
@@ -132,14 +133,25 @@ func LoadFlowsFile(path string) (FlowsFile, error) {
 	return ParseFlowsFile(path, data)
 }
 
-// ReadBounded reads the file at path, refusing one larger than max bytes
-// after reading at most max+1 of them. Errors start with the path.
+// ReadBounded reads the regular file at path, refusing one larger than max
+// bytes after reading at most max+1 of them. Anything else (a FIFO, a
+// device, a directory) is refused before the first read: a FIFO with no
+// writer would block the command for good, out of reach of its signals.
+// Errors start with the path.
 func ReadBounded(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer either.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s); give a file", path, fileKind(st.Mode()))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
@@ -148,6 +160,23 @@ func ReadBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d MiB: refused before parsing (is it the right file?)", path, max>>20)
 	}
 	return data, nil
+}
+
+// fileKind names a non-regular file's type for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
 }
 
 // unwrapPath drops the *os.PathError around err, whose text would repeat

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -176,7 +176,7 @@ func printAcceptance(w io.Writer, res *ab.Results, tcp bool) int {
 
 // replot re-renders a results.json: table on stdout, files into out.
 func replot(path, out string, stdout io.Writer) error {
-	data, err := os.ReadFile(path)
+	data, err := shaper.ReadBounded(path, 64<<20)
 	if err != nil {
 		return fmt.Errorf("replot: %w", err)
 	}
