@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"golang.org/x/net/netutil"
 )
 
 // ServeMetrics listens on addr and serves m on /metrics. Metrics name every
@@ -28,11 +29,42 @@ func ServeMetrics(addr string, m *Metrics) (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener %s: %w", addr, err)
 	}
+	// The name was checked, not what it resolved to: /etc/hosts may map
+	// localhost anywhere.
+	if ta, ok := ln.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("metrics address %q: resolves to %s, not a loopback address (metrics are served on loopback only)", addr, ln.Addr())
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metricsHandler(m))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	mux.Handle("/metrics", readOnly(metricsHandler(m)))
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		// A scrape of the largest tree takes well under a second to write.
+		WriteTimeout:   30 * time.Second,
+		IdleTimeout:    30 * time.Second,
+		MaxHeaderBytes: 16 << 10,
+	}
+	// Connections past the limit wait in the kernel's accept queue instead
+	// of costing the daemon a descriptor and a goroutine each.
+	go func() { _ = srv.Serve(netutil.LimitListener(ln, MaxMetricsConns)) }()
 	return srv, nil
+}
+
+// MaxMetricsConns bounds the metrics endpoint's open connections.
+const MaxMetricsConns = 16
+
+// readOnly answers anything but GET and HEAD with 405.
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // metricsHandler serves m in Prometheus' text format (gzipped when the
