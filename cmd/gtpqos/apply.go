@@ -54,9 +54,12 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ff, err := loadFlows(*file, d, all, *cls, *leaf)
+	ff, total, err := loadFlows(*file, d, all, *cls, *leaf)
 	if err != nil {
 		return err
+	}
+	if len(ff.Flows) == 0 && total > 0 && !*force {
+		return fmt.Errorf("--direction %s selects none of the %d flows in %s: applying would take every class off %s (pass --force to do that, or gtpqos reset)", d, total, *file, *dev)
 	}
 	bo := backends.Options{Backend: ff.Policy.Backend, Force: *force, Classifier: ff.Policy.Classifier, Direction: d}
 	if d == shaper.Uplink && bo.Classifier == shaper.KindGTPU {
@@ -78,6 +81,7 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(stdout, selected(len(ff.Flows), total, d, all))
 	fmt.Fprintln(stdout, rep.Summary)
 	for _, n := range rep.Notes {
 		fmt.Fprintln(stdout, "note: "+n)

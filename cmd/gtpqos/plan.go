@@ -34,15 +34,31 @@ func directionFlag(s string) (d shaper.Direction, all bool, err error) {
 }
 
 // loadFlows reads a flows file, keeping only dir's flows unless all;
-// classifier and leaf, when set, override the file's policy.
-func loadFlows(path string, dir shaper.Direction, all bool, classifier, leaf string) (shaper.FlowsFile, error) {
-	ff, err := shaper.LoadFlowsFile(path)
-	if err != nil {
-		return ff, err
+// classifier and leaf, when set, override the file's policy. total is how
+// many flows the file holds before the direction filter.
+func loadFlows(path string, dir shaper.Direction, all bool, classifier, leaf string) (ff shaper.FlowsFile, total int, err error) {
+	if ff, err = shaper.LoadFlowsFile(path); err != nil {
+		return ff, 0, err
 	}
+	total = len(ff.Flows)
 	if !all {
 		ff.Flows = shaper.FilterDirection(ff.Flows, dir)
 	}
+	ff, err = overridePolicy(ff, classifier, leaf)
+	return ff, total, err
+}
+
+// selected says how many of the file's flows --direction kept.
+func selected(n, total int, dir shaper.Direction, all bool) string {
+	if all {
+		return fmt.Sprintf("%d flows selected (all directions)", n)
+	}
+	return fmt.Sprintf("%d of %d flows selected (%s)", n, total, dir)
+}
+
+// overridePolicy applies --classifier and --leaf to the file's policy.
+func overridePolicy(ff shaper.FlowsFile, classifier, leaf string) (shaper.FlowsFile, error) {
+	var err error
 	if classifier != "" {
 		if ff.Policy.Classifier, err = shaper.ParseClassifierKind(classifier); err != nil {
 			return ff, usagef("--classifier: %v", err)
@@ -82,7 +98,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ff, err := loadFlows(*file, d, all, *cls, "")
+	ff, _, err := loadFlows(*file, d, all, *cls, "")
 	if err != nil {
 		return err
 	}
