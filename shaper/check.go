@@ -58,11 +58,17 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 	if pol.MaxFrame == 0 {
 		pol.MaxFrame = DefaultMaxFrame
 	}
+	if !p.checkSizes(&pol) {
+		ok = false
+	}
 	if pol.Quantum < pol.MaxFrame {
 		if pol.Quantum != 0 {
 			p.report(Warning, Clamped, nil, "quantum", "quantum %d below the largest frame %d: using %d", pol.Quantum, pol.MaxFrame, pol.MaxFrame)
 		}
 		pol.Quantum = pol.MaxFrame
+	}
+	if ok && !p.policyBuffers(&pol) {
+		ok = false
 	}
 	if pol.Leaf.Kind == "" {
 		pol.Leaf.Kind = LeafAuto
@@ -91,6 +97,20 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 		ok = false
 	}
 	return pol, p, ok
+}
+
+// policyBuffers checks that the kernel can hold every policy rate's
+// bucket (the link class's and the default class's, and the static or
+// non-GBR rates every flow class may get).
+func (p *problems) policyBuffers(pol *Policy) bool {
+	ok := p.checkBuffer(nil, "link", "burst", pol.LinkRate, max(pol.Burst, pol.CBurst))
+	ok = p.checkBuffer(nil, "non_gbr_min", "burst", pol.NonGBRMin, pol.Burst) && ok
+	ok = p.checkBuffer(nil, "default_rate", "burst", pol.DefaultRate, pol.Burst) && ok
+	if pol.Mode == Static {
+		ok = p.checkBuffer(nil, "static_rate", "burst", pol.StaticRate, pol.Burst) && ok
+		ok = p.checkBuffer(nil, "static_ceil", "cburst", pol.StaticCeil, pol.CBurst) && ok
+	}
+	return ok
 }
 
 func badRate(v uint64) bool { return v != 0 && (v < MinRate || v > MaxRate) }
@@ -126,6 +146,10 @@ func (p *problems) checkFlow(f *Flow, pol *Policy) bool {
 		ok = false
 	}
 	if !ok {
+		return false
+	}
+	if !p.checkBuffer(f, "gbr", "burst", f.GBR, pol.Burst) || !p.checkBuffer(f, "mbr", "cburst", f.MBR, pol.CBurst) ||
+		!p.checkBuffer(f, "session_ambr", "cburst", f.SessionAMBR, pol.CBurst) {
 		return false
 	}
 	if f.MBR != 0 && f.MBR < f.GBR {

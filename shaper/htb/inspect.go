@@ -41,7 +41,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	}
 	for m, h := range hs.all() {
 		c := Class{Minor: m, Rate: h.rate * 8, Ceil: h.ceil * 8, Quantum: h.quantum, Prio: h.prio,
-			Burst: netlink.Xmitsize(h.rate, h.buffer), CBurst: netlink.Xmitsize(h.ceil, h.cbuffer), Overhead: uint32(h.over.rate)}
+			Burst: shaper.BufferBytes(h.rate*8, h.buffer), CBurst: shaper.BufferBytes(h.ceil*8, h.cbuffer), Overhead: uint32(h.over.rate)}
 		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == OwnedMajor {
 			c.Parent = pmin
 		}
