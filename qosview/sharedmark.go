@@ -41,9 +41,9 @@ func sharedWhy(mode gtp5g.MarkMode, f, o shaper.Flow) string {
 	switch mode {
 	case gtp5g.MarkQFI:
 		if f.ID.SEID != o.ID.SEID {
-			return fmt.Sprintf("mark mode qfi marks by QFI (%d) and both sessions use it; use mark mode pdr (or flow)", f.QFI)
+			return fmt.Sprintf("mark mode qfi marks by the QFI on the wire (%d), which both sessions use; use mark mode pdr (or flow)", f.Mark)
 		}
-		return fmt.Sprintf("mark mode qfi marks by QFI and both flows go out with QFI %d; use mark mode pdr", f.QFI)
+		return fmt.Sprintf("mark mode qfi marks by the QFI on the wire and both flows go out with QFI %d; use mark mode pdr", f.Mark)
 	case gtp5g.MarkFlow:
 		return "mark mode flow marks a PDR with the flow mark of its first QER with a QFI, which both flows' PDRs share (e.g. the session-AMBR QER listed first); use mark mode pdr"
 	case gtp5g.MarkPDR:
