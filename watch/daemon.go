@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/mtu"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
@@ -84,23 +85,16 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	markMode := gtpnl.MarkOff
-	if patched {
-		if err := checkQFIMode(gc, cfg.MarkMode, feats); err != nil {
-			d.Close()
-			return nil, err
+	markMode, err := d.markMode(gc, feats, patched, &dlPol, &ulPol)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	// Fragments on N3 break packet accounting and the GTP-U classifier.
+	if ws, err := mtu.Warnings(0, cfg.N3); err == nil {
+		for _, w := range ws {
+			obs.Note("warning: " + w)
 		}
-		line, mode, err := ensureMarkMode(gc, cfg.MarkMode, feats)
-		if err != nil {
-			d.Close()
-			return nil, err
-		}
-		markMode = mode
-		d.Mode = fmt.Sprintf("mode: events (%s), classifier %s by mark", line, dlPol.Classifier)
-	} else {
-		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
-		d.Mode = fmt.Sprintf("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
-			time.Duration(cfg.Poll), feats)
 	}
 	d.src = d.source(patched, markMode, feats)
 	d.src.EventsBuffer = eventsBuffer
@@ -116,6 +110,28 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// markMode sets the patched module's mark mode (refusing qfi where flows
+// would merge) or, on stock gtp5g, switches the policies to the GTP-U
+// classifier, and says so in d.Mode.
+func (d *Daemon) markMode(gc *gtpnl.Client, feats gtpnl.Features, patched bool, dlPol, ulPol *shaper.Policy) (gtpnl.MarkMode, error) {
+	cfg := d.cfg
+	if !patched {
+		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
+		d.Mode = fmt.Sprintf("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
+			time.Duration(cfg.Poll), feats)
+		return gtpnl.MarkOff, nil
+	}
+	if err := checkQFIMode(gc, cfg.MarkMode, feats); err != nil {
+		return 0, err
+	}
+	line, mode, err := ensureMarkMode(gc, cfg.MarkMode, feats)
+	if err != nil {
+		return 0, err
+	}
+	d.Mode = fmt.Sprintf("mode: events (%s), classifier %s by mark", line, dlPol.Classifier)
+	return mode, nil
 }
 
 // openBackends opens the N3 (downlink) and N6 (uplink) backends, in
