@@ -13,7 +13,8 @@ type Options struct {
 	// MarkMode is gtp5g's flow-mark mode (gtp5g-patch). It decides
 	// Flow.Mark: MarkOff (stock gtp5g, or the patch switched off) gives 0;
 	// MarkQFI gives the QFI gtp5g writes into the PDR's packets; MarkFlow
-	// gives the flow mark gtp5g reports for the PDR.
+	// gives the flow mark gtp5g reports for the PDR; MarkPDR gives the
+	// PDR's own mark. Flows left sharing a mark are reported (SharedMark).
 	MarkMode gtp5g.MarkMode
 }
 
@@ -82,6 +83,7 @@ func Build(qers []gtp5g.QER, pdrs []gtp5g.PDR, fars []gtp5g.FAR, opts Options) (
 		}
 		return a.ID.QERID < c.ID.QERID
 	})
+	b.problems = append(b.problems, sharedMarks(b.out, opts.MarkMode)...)
 	return b.out, b.problems
 }
 
@@ -134,10 +136,19 @@ func (b *builder) pdr(p *gtp5g.PDR) {
 	}
 	q, ambr, wireFrom, ok := b.pdrQERs(p)
 	if !ok {
-		return // default flow, or a problem reported
+		return // a problem reported, or no rate at all
 	}
 	gbr, mbr := rates(q, dir)
-	if gbr == 0 && mbr == 0 {
+	if q == ambr {
+		// The default path: its QoS flow has no rate of its own and lives
+		// under the session AMBR, as every non-GBR flow does. Without an
+		// AMBR in this direction it has no contract and no class.
+		gbr, mbr = 0, 0
+		if _, a := rates(ambr, dir); a == 0 {
+			return
+		}
+		q = b.defaultQER(p, ambr)
+	} else if gbr == 0 && mbr == 0 {
 		return // no contract in this direction: no class
 	}
 	f := shaper.Flow{
@@ -214,9 +225,27 @@ func (b *builder) pdrQERs(p *gtp5g.PDR) (q, ambr, wireFrom *gtp5g.QER, ok bool) 
 		return nil, nil, nil, false
 	}
 	if len(cands) == 0 {
+		if ambr != nil {
+			// The default path ([default QER, AMBR QER]): the caller
+			// makes it the session's default flow.
+			return ambr, ambr, wireFrom, true
+		}
 		return nil, nil, nil, false
 	}
 	return cands[0], ambr, wireFrom, true
+}
+
+// defaultQER is the QER that names a default-path PDR's QoS flow: the
+// first QER without a rate that carries a QFI (free5GC's default QER, QFI
+// and gate only), else the session-AMBR QER itself.
+func (b *builder) defaultQER(p *gtp5g.PDR, ambr *gtp5g.QER) *gtp5g.QER {
+	for _, id := range p.QERIDs {
+		k := Key{p.SEID, id}
+		if q := b.qers[k]; q != nil && b.roles[k] == RoleNoRate && q.QFI > 0 {
+			return q
+		}
+	}
+	return ambr
 }
 
 func (b *builder) teid(p *gtp5g.PDR, dir shaper.Direction) uint32 {
@@ -245,6 +274,11 @@ func (b *builder) mark(p *gtp5g.PDR, q, wireFrom *gtp5g.QER, wireQFI uint8) uint
 	switch b.opts.MarkMode {
 	case gtp5g.MarkQFI:
 		return uint32(wireQFI)
+	case gtp5g.MarkPDR:
+		if p.PDRMark == 0 {
+			b.problem(Problem{Kind: NoMark, SEID: p.SEID, PDR: p.ID, QER: q.ID, Detail: "mark mode pdr, but gtp5g reports no PDR mark (module without the pdr-mark patch?)"})
+		}
+		return p.PDRMark
 	case gtp5g.MarkFlow:
 		m := p.FlowMark
 		if m == 0 && wireFrom != nil {

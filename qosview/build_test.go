@@ -9,12 +9,16 @@ import (
 )
 
 // seedFlows are the seed's contracts: A 15/18, B 5/6, C -/30 Mbit/s with
-// QFI 2/3/4, downlink; C (non-GBR) sits under the session AMBR (100 Mbit/s).
-func seedFlows(markA, markB, markC uint32) []shaper.Flow {
+// QFI 2/3/4, downlink; C (non-GBR) sits under the session AMBR (100 Mbit/s)
+// with the default flow (default QER 2, QFI 1, no rate of its own), which
+// also has an uplink flow under the uplink AMBR (200 Mbit/s).
+func seedFlows(markD, markA, markB, markC uint32) []shaper.Flow {
 	return []shaper.Flow{
+		{ID: shaper.FlowID{SEID: seedSEID, QERID: 2}, QFI: 1, Direction: shaper.Downlink, SessionAMBR: 100 * mbit, TEID: 100, Mark: markD},
 		{ID: shaper.FlowID{SEID: seedSEID, QERID: 3}, QFI: 2, Direction: shaper.Downlink, GBR: 15 * mbit, MBR: 18 * mbit, TEID: 100, Mark: markA},
 		{ID: shaper.FlowID{SEID: seedSEID, QERID: 4}, QFI: 3, Direction: shaper.Downlink, GBR: 5 * mbit, MBR: 6 * mbit, TEID: 100, Mark: markB},
 		{ID: shaper.FlowID{SEID: seedSEID, QERID: 5}, QFI: 4, Direction: shaper.Downlink, GBR: 0, MBR: 30 * mbit, SessionAMBR: 100 * mbit, TEID: 100, Mark: markC},
+		{ID: shaper.FlowID{SEID: seedSEID, QERID: 2}, QFI: 1, Direction: shaper.Uplink, SessionAMBR: 200 * mbit, TEID: 200, Mark: markD},
 	}
 }
 
@@ -26,7 +30,7 @@ var seedWireQFI = Problem{Kind: WireQFI, SEID: seedSEID, PDR: 8, QER: 5,
 func TestSeedStock(t *testing.T) {
 	qers, pdrs, fars := seedSession().build()
 	flows, problems := Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkOff})
-	if diff := cmp.Diff(seedFlows(0, 0, 0), flows); diff != "" {
+	if diff := cmp.Diff(seedFlows(0, 0, 0, 0), flows); diff != "" {
 		t.Errorf("flows differ (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]Problem{seedWireQFI}, problems); diff != "" {
@@ -55,16 +59,20 @@ func TestSeedPatchedMarks(t *testing.T) {
 
 	flows, problems := Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkFlow})
 	// Flow C's packets carry the AMBR QER's mark (it gives them their QFI).
-	if diff := cmp.Diff(seedFlows(0x103, 0x104, 0x101), flows); diff != "" {
+	if diff := cmp.Diff(seedFlows(0x102, 0x103, 0x104, 0x101), flows); diff != "" {
 		t.Errorf("flow mode: flows differ (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]Problem{seedWireQFI}, problems); diff != "" {
 		t.Errorf("flow mode: problems differ (-want +got):\n%s", diff)
 	}
 
-	flows, _ = Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkQFI})
-	if diff := cmp.Diff(seedFlows(2, 3, 1), flows); diff != "" {
+	flows, problems = Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkQFI})
+	if diff := cmp.Diff(seedFlows(1, 2, 3, 1), flows); diff != "" {
 		t.Errorf("qfi mode: flows differ (-want +got):\n%s", diff)
+	}
+	// C goes out with QFI 1, the default flow's: qfi mode cannot part them.
+	if n := NotAlone(problems); n != 1 {
+		t.Errorf("qfi mode: %d flows not enforced alone, want 1 (C with the default flow): %v", n, problems)
 	}
 }
 
@@ -75,7 +83,7 @@ func TestSeedPatchedSameAsStock(t *testing.T) {
 	s.patched = true
 	qers, pdrs, fars := s.build()
 	flows, _ := Build(qers, pdrs, fars, Options{MarkMode: gtp5g.MarkOff})
-	if diff := cmp.Diff(seedFlows(0, 0, 0), flows); diff != "" {
+	if diff := cmp.Diff(seedFlows(0, 0, 0, 0), flows); diff != "" {
 		t.Errorf("flows differ (-want +got):\n%s", diff)
 	}
 }
@@ -88,15 +96,20 @@ func TestTwoSessionsFlowMarks(t *testing.T) {
 	q1, p1, f1 := s1.build()
 	q2, p2, f2 := s2.build()
 	flows, _ := Build(append(q1, q2...), append(p1, p2...), append(f1, f2...), Options{MarkMode: gtp5g.MarkFlow})
-	if len(flows) != 6 {
-		t.Fatalf("%d flows, want 6", len(flows))
+	if len(flows) != 10 {
+		t.Fatalf("%d flows, want 10", len(flows))
 	}
-	marks := map[uint32]shaper.FlowID{}
+	type dirMark struct {
+		dir  shaper.Direction
+		mark uint32
+	}
+	marks := map[dirMark]shaper.FlowID{}
 	for _, f := range flows {
-		if other, dup := marks[f.Mark]; dup {
-			t.Errorf("mark %#x shared by %s and %s", f.Mark, other, f.ID)
+		k := dirMark{f.Direction, f.Mark}
+		if other, dup := marks[k]; dup {
+			t.Errorf("%s mark %#x shared by %s and %s", f.Direction, f.Mark, other, f.ID)
 		}
-		marks[f.Mark] = f.ID
+		marks[k] = f.ID
 	}
 	var a1, a2 shaper.Flow
 	for _, f := range flows {
@@ -117,7 +130,7 @@ func TestUplinkFlows(t *testing.T) {
 	s.ulRates = true
 	qers, pdrs, fars := s.build()
 	flows, _ := Build(qers, pdrs, fars, Options{})
-	want := append(seedFlows(0, 0, 0),
+	want := append(seedFlows(0, 0, 0, 0),
 		shaper.Flow{ID: shaper.FlowID{SEID: seedSEID, QERID: 3}, QFI: 2, Direction: shaper.Uplink, GBR: 15 * mbit, MBR: 18 * mbit, TEID: 200},
 		shaper.Flow{ID: shaper.FlowID{SEID: seedSEID, QERID: 4}, QFI: 3, Direction: shaper.Uplink, GBR: 5 * mbit, MBR: 6 * mbit, TEID: 200},
 		shaper.Flow{ID: shaper.FlowID{SEID: seedSEID, QERID: 5}, QFI: 4, Direction: shaper.Uplink, MBR: 30 * mbit, SessionAMBR: 200 * mbit, TEID: 200},
@@ -140,7 +153,7 @@ func TestProblems(t *testing.T) {
 				(*p)[3].QERIDs = []uint32{9} // PDR 4 (flow A DL) -> QER 9
 			},
 			want:  []Problem{{Kind: DanglingQER, SEID: 1, PDR: 4, QER: 9, Detail: "the PDR references a QER the session does not have"}, seedWireQFI},
-			flows: 2,
+			flows: 4,
 		},
 		{
 			name: "dangling FAR",
@@ -148,7 +161,7 @@ func TestProblems(t *testing.T) {
 				(*p)[5].FARID = 42 // PDR 6 (flow B DL)
 			},
 			want:  []Problem{{Kind: DanglingFAR, SEID: 1, PDR: 6, Detail: "the PDR references FAR 42, which the session does not have: TEID unknown"}, seedWireQFI},
-			flows: 3,
+			flows: 5,
 		},
 		{
 			name: "non-GBR flow without the default path is ambiguous",
@@ -168,7 +181,7 @@ func TestProblems(t *testing.T) {
 				(*p)[3].PDI.SourceInterface = &cp
 			},
 			want:  []Problem{{Kind: UnknownInterface, SEID: 1, PDR: 4, Detail: "source interface cp-function is neither access nor core"}, seedWireQFI},
-			flows: 2,
+			flows: 4,
 		},
 		{
 			name: "PDRs of one flow disagree on the TEID",
@@ -183,7 +196,7 @@ func TestProblems(t *testing.T) {
 				*f = append(*f, far)
 			},
 			want:  []Problem{seedWireQFI, {Kind: Conflict, SEID: 1, PDR: 9, QER: 3, Detail: "PDRs of one downlink flow disagree: TEID 100 vs 555, mark 0x0 vs 0x0; the first is used"}},
-			flows: 3,
+			flows: 5,
 		},
 		{
 			name: "rules listed twice",
@@ -191,7 +204,7 @@ func TestProblems(t *testing.T) {
 				*q = append(*q, (*q)[2])
 			},
 			want:  []Problem{{Kind: DuplicateRule, SEID: 1, QER: 3, Detail: "QER listed twice (same SEID and id, e.g. on two gtp5g devices); the first is used"}, seedWireQFI},
-			flows: 3,
+			flows: 5,
 		},
 	}
 	for _, tt := range tests {
@@ -218,13 +231,14 @@ func TestNoMarkReported(t *testing.T) {
 			n++
 		}
 	}
-	if n != 3 {
-		t.Errorf("%d no-mark problems, want 3 (one per flow): %v", n, problems)
+	if n != 5 {
+		t.Errorf("%d no-mark problems, want 5 (one per flow): %v", n, problems)
 	}
 }
 
 func BenchmarkBuild(b *testing.B) {
-	// 10k sessions of the seed's shape: 30k flows.
+	// 10k sessions of the seed's shape: 50k flows (the default flow both
+	// ways, A, B, C downlink).
 	var qers []gtp5g.QER
 	var pdrs []gtp5g.PDR
 	var fars []gtp5g.FAR
@@ -237,7 +251,7 @@ func BenchmarkBuild(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		flows, _ := Build(qers, pdrs, fars, Options{})
-		if len(flows) != 30000 {
+		if len(flows) != 50000 {
 			b.Fatalf("%d flows", len(flows))
 		}
 	}

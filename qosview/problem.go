@@ -26,6 +26,11 @@ const (
 	Conflict
 	// DuplicateRule: two rules share one (SEID, id) (e.g. on two devices).
 	DuplicateRule
+	// SharedMark: two flows of one direction carry one mark, so the
+	// shaper cannot tell their packets apart: both are enforced in the
+	// class of the first (e.g. mark mode flow with free5GC's non-GBR
+	// flows, or mark mode qfi with two sessions using one QFI).
+	SharedMark
 )
 
 // String names the kind.
@@ -47,6 +52,8 @@ func (k ProblemKind) String() string {
 		return "conflict"
 	case DuplicateRule:
 		return "duplicate-rule"
+	case SharedMark:
+		return "shared-mark"
 	default:
 		if n, ok := sdfKindName(k); ok {
 			return n

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
+	"github.com/free5gc/gtpqos/mtu"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
 	"github.com/free5gc/gtpqos/shaper/devlock"
@@ -113,6 +114,14 @@ func (n DeviceTrees) Read(ctx context.Context, flows []shaper.Flow) (TreeView, e
 		if r.be != nil {
 			defer r.be.Close()
 		}
+	}
+	if n.N3 != "" {
+		// Fragments on N3 break packet accounting and the GTP-U classifier.
+		ws, err := mtu.Warnings(n.NetNS, n.N3)
+		if err != nil {
+			ws = []string{"MTU check: " + err.Error()}
+		}
+		v.Problems = append(v.Problems, ws...)
 	}
 	if len(reads) == 0 {
 		return v, nil

@@ -34,8 +34,9 @@ type Config struct {
 	Resync Duration `yaml:"resync"`
 	// Retry is the wait before retrying when gtp5g or a device is gone.
 	Retry Duration `yaml:"retry"`
-	// MarkMode is the gtp5g patch's mark mode to set: flow (default), qfi,
-	// or keep (leave the module's mode alone unless it is off).
+	// MarkMode is the gtp5g patch's mark mode to set: auto (default: pdr
+	// where the module offers it, else flow), pdr, flow, qfi, or keep
+	// (leave the module's mode alone unless it is off).
 	MarkMode string `yaml:"mark_mode"`
 	// Classifier forces a classifier kind (auto, fw, bpf; gtpu without
 	// the patch): --classifier, or policy.classifier in the file. A kind
@@ -84,7 +85,7 @@ func DefaultConfig() Config {
 		Poll:        Duration(DefaultPoll),
 		Resync:      Duration(DefaultResync),
 		Retry:       Duration(DefaultRetry),
-		MarkMode:    "flow",
+		MarkMode:    "auto",
 		Classifier:  "auto",
 		MetricsAddr: "127.0.0.1:9477",
 		LockDir:     devlock.DefaultDir,
@@ -188,9 +189,9 @@ func (c Config) Check() error {
 	if _, _, err := c.Policies(); err != nil {
 		return err
 	}
-	if c.MarkMode != "keep" {
+	if c.MarkMode != "keep" && c.MarkMode != "auto" {
 		if _, err := gtpnl.ParseMarkMode(c.MarkMode); err != nil {
-			return fmt.Errorf("--mark-mode: %v (or keep)", err)
+			return fmt.Errorf("--mark-mode: %v (or auto, keep)", err)
 		}
 	}
 	return nil

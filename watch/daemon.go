@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/mtu"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
@@ -48,9 +49,9 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MarkMode != "keep" {
+	if cfg.MarkMode != "keep" && cfg.MarkMode != "auto" {
 		if _, err := gtpnl.ParseMarkMode(cfg.MarkMode); err != nil {
-			return nil, fmt.Errorf("mark mode: %w (or keep)", err)
+			return nil, fmt.Errorf("mark mode: %w (or auto, keep)", err)
 		}
 	}
 	// gtp5g first: without it nothing else matters.
@@ -84,19 +85,16 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	markMode := gtpnl.MarkOff
-	if patched {
-		line, mode, err := ensureMarkMode(gc, cfg.MarkMode, feats)
-		if err != nil {
-			d.Close()
-			return nil, err
+	markMode, err := d.markMode(gc, feats, patched, &dlPol, &ulPol)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	// Fragments on N3 break packet accounting and the GTP-U classifier.
+	if ws, err := mtu.Warnings(0, cfg.N3); err == nil {
+		for _, w := range ws {
+			obs.Note("warning: " + w)
 		}
-		markMode = mode
-		d.Mode = fmt.Sprintf("mode: events (%s), classifier %s by mark", line, dlPol.Classifier)
-	} else {
-		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
-		d.Mode = fmt.Sprintf("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
-			time.Duration(cfg.Poll), feats)
 	}
 	d.src = d.source(patched, markMode, feats)
 	d.src.EventsBuffer = eventsBuffer
@@ -112,6 +110,28 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// markMode sets the patched module's mark mode (refusing qfi where flows
+// would merge) or, on stock gtp5g, switches the policies to the GTP-U
+// classifier, and says so in d.Mode.
+func (d *Daemon) markMode(gc *gtpnl.Client, feats gtpnl.Features, patched bool, dlPol, ulPol *shaper.Policy) (gtpnl.MarkMode, error) {
+	cfg := d.cfg
+	if !patched {
+		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
+		d.Mode = fmt.Sprintf("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
+			time.Duration(cfg.Poll), feats)
+		return gtpnl.MarkOff, nil
+	}
+	if err := checkQFIMode(gc, cfg.MarkMode, feats); err != nil {
+		return 0, err
+	}
+	line, mode, err := ensureMarkMode(gc, cfg.MarkMode, feats)
+	if err != nil {
+		return 0, err
+	}
+	d.Mode = fmt.Sprintf("mode: events (%s), classifier %s by mark", line, dlPol.Classifier)
+	return mode, nil
 }
 
 // openBackends opens the N3 (downlink) and N6 (uplink) backends, in
@@ -246,19 +266,14 @@ func (d *Daemon) Close() error {
 }
 
 // ensureMarkMode sets the patch's mark mode unless it is already what the
-// operator wants ("keep": anything but off is kept, off becomes flow).
+// operator wants ("auto": pdr where the module offers it, else flow;
+// "keep": anything but off is kept, off becomes what auto picks).
 func ensureMarkMode(gc *gtpnl.Client, want string, feats gtpnl.Features) (string, gtpnl.MarkMode, error) {
 	cur, err := gc.MarkMode()
 	if err != nil {
 		return "", 0, fmt.Errorf("gtp5g mark mode: %w", err)
 	}
-	target := cur
-	switch {
-	case want == "keep" && cur == gtpnl.MarkOff:
-		target = gtpnl.MarkFlow
-	case want != "keep":
-		target, _ = gtpnl.ParseMarkMode(want)
-	}
+	target := targetMarkMode(want, cur, feats)
 	if target == cur {
 		return fmt.Sprintf("gtp5g patch, features %s, mark mode %s already set", feats, cur), cur, nil
 	}
@@ -266,4 +281,75 @@ func ensureMarkMode(gc *gtpnl.Client, want string, feats gtpnl.Features) (string
 		return "", 0, fmt.Errorf("set gtp5g mark mode %s: %w", target, err)
 	}
 	return fmt.Sprintf("gtp5g patch, features %s, mark mode %s -> %s", feats, cur, target), target, nil
+}
+
+// targetMarkMode is the mode ensureMarkMode sets: pdr where the module
+// offers it (one mark per PDR: one class per QoS flow whatever the order of
+// its QERs), else flow.
+func targetMarkMode(want string, cur gtpnl.MarkMode, feats gtpnl.Features) gtpnl.MarkMode {
+	auto := gtpnl.MarkFlow
+	if feats.Has(gtpnl.FeaturePDRMark) {
+		auto = gtpnl.MarkPDR
+	}
+	switch want {
+	case "auto":
+		return auto
+	case "keep":
+		if cur == gtpnl.MarkOff {
+			return auto
+		}
+		return cur
+	}
+	m, _ := gtpnl.ParseMarkMode(want)
+	return m
+}
+
+// checkQFIMode refuses mark mode qfi, before anything changes, when the
+// rules gtp5g holds would put two QoS flows behind one mark (flows of two
+// sessions on one QFI, or a non-GBR flow going out with the default QFI).
+func checkQFIMode(gc *gtpnl.Client, want string, feats gtpnl.Features) error {
+	cur, err := gc.MarkMode()
+	if err != nil {
+		return fmt.Errorf("gtp5g mark mode: %w", err)
+	}
+	if targetMarkMode(want, cur, feats) != gtpnl.MarkQFI {
+		return nil
+	}
+	qers, err := gc.QERs()
+	if err != nil {
+		return fmt.Errorf("gtp5g QERs: %w", err)
+	}
+	pdrs, err := gc.PDRs()
+	if err != nil {
+		return fmt.Errorf("gtp5g PDRs: %w", err)
+	}
+	fars, err := gc.FARs()
+	if err != nil {
+		return fmt.Errorf("gtp5g FARs: %w", err)
+	}
+	_, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: gtpnl.MarkQFI})
+	return qfiMerges(problems, feats)
+}
+
+// qfiMerges is checkQFIMode's verdict on the view's problems: one line
+// naming the flows that would share a mark, or nil.
+func qfiMerges(problems []qosview.Problem, feats gtpnl.Features) error {
+	var merged []string
+	for _, p := range problems {
+		if p.Kind == qosview.SharedMark {
+			merged = append(merged, p.Detail)
+		}
+	}
+	if len(merged) == 0 {
+		return nil
+	}
+	alt := "flow"
+	if feats.Has(gtpnl.FeaturePDRMark) {
+		alt = "pdr"
+	}
+	more := ""
+	if len(merged) > 1 {
+		more = fmt.Sprintf(" (and %d more)", len(merged)-1)
+	}
+	return fmt.Errorf("mark mode qfi would enforce %d QoS flows in another flow's class: %s%s; use --mark-mode %s", len(merged), merged[0], more, alt)
 }

@@ -17,6 +17,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	flows     *prometheus.GaugeVec
+	notAlone  *prometheus.GaugeVec
 	classes   *prometheus.GaugeVec
 	spare     *prometheus.GaugeVec
 	runs      *prometheus.CounterVec
@@ -36,6 +37,10 @@ func NewMetrics() *Metrics {
 		Registry: prometheus.NewRegistry(),
 		flows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gtpqos_flows", Help: "QoS flows in the last plan, per device.",
+		}, []string{"dev"}),
+		notAlone: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gtpqos_flows_not_alone",
+			Help: "QoS flows of the last plan not enforced in a class of their own, per device: their mark (or TEID and QFI) is another flow's, so their packets go to that flow's class (see gtpqos status for which and why).",
 		}, []string{"dev"}),
 		spare: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gtpqos_spare_classes", Help: "Spare classes kept ready for new flows, per device (the pool's background build).",
@@ -72,7 +77,7 @@ func NewMetrics() *Metrics {
 		}, []string{"stage"}),
 		classStat: &classCollector{},
 	}
-	m.Registry.MustRegister(m.flows, m.classes, m.spare, m.runs, m.duration, m.changes,
+	m.Registry.MustRegister(m.flows, m.notAlone, m.classes, m.spare, m.runs, m.duration, m.changes,
 		m.events, m.resyncs, m.polls, m.dumps, m.errors)
 	return m
 }
@@ -99,6 +104,7 @@ func (m *Metrics) applied(dev string, res shaper.Report, took time.Duration, err
 	}
 	m.runs.WithLabelValues(dev, "ok").Inc()
 	m.flows.WithLabelValues(dev).Set(float64(res.Flows))
+	m.notAlone.WithLabelValues(dev).Set(float64(notAlone(res.Problems)))
 	m.classes.WithLabelValues(dev).Set(float64(res.ClassCount))
 	for _, c := range res.Changes {
 		m.changes.WithLabelValues(dev, c.Op, c.Object).Inc()
@@ -145,4 +151,17 @@ func (m *Metrics) failed(stage string) {
 	if m != nil {
 		m.errors.WithLabelValues(stage).Inc()
 	}
+}
+
+// notAlone counts the flows a plan refused because another flow holds
+// their key: their packets carry that flow's mark (or TEID and QFI) and
+// are enforced in its class.
+func notAlone(ps []shaper.Problem) int {
+	n := 0
+	for _, p := range ps {
+		if p.Kind == shaper.DuplicateMark || p.Kind == shaper.DuplicateTEID {
+			n++
+		}
+	}
+	return n
 }

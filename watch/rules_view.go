@@ -36,6 +36,7 @@ type viewPDR struct {
 	qers    []uint32
 	farID   uint32
 	mark    uint32
+	pdrMark uint32 // the PDR's own mark (mark mode pdr)
 	teid    uint32
 	id      uint16
 	qfi     uint8
@@ -45,7 +46,7 @@ type viewPDR struct {
 }
 
 func pdrForView(p *gtpnl.PDR) viewPDR {
-	v := viewPDR{qers: p.QERIDs, farID: p.FARID, mark: p.FlowMark, id: p.ID, qfi: p.QFI}
+	v := viewPDR{qers: p.QERIDs, farID: p.FARID, mark: p.FlowMark, pdrMark: p.PDRMark, id: p.ID, qfi: p.QFI}
 	if si := p.PDI.SourceInterface; si != nil {
 		v.iface, v.hasIf = *si, true
 	}
@@ -56,7 +57,7 @@ func pdrForView(p *gtpnl.PDR) viewPDR {
 }
 
 func (p *viewPDR) rule(seid uint64) gtpnl.PDR {
-	r := gtpnl.PDR{SEID: seid, ID: p.id, FARID: p.farID, QERIDs: p.qers, QFI: p.qfi, FlowMark: p.mark}
+	r := gtpnl.PDR{SEID: seid, ID: p.id, FARID: p.farID, QERIDs: p.qers, QFI: p.qfi, FlowMark: p.mark, PDRMark: p.pdrMark}
 	if p.hasIf {
 		si := p.iface
 		r.PDI.SourceInterface = &si

@@ -59,7 +59,8 @@ func randomSession(rng *rand.Rand, seid uint64) ([]gtpnl.QER, []gtpnl.PDR, []gtp
 	for range rng.IntN(4) {
 		p := gtpnl.PDR{SEID: seid, ID: uint16(rng.IntN(4)), Precedence: rng.Uint32(), FARID: rng.Uint32N(3),
 			URRIDs: []uint32{rng.Uint32()}, RoleAddr: netip.AddrFrom4([4]byte{10, 0, 0, byte(rng.IntN(256))}),
-			QFI: uint8(rng.IntN(4)), FlowMark: uint32(rng.IntN(3)) * rng.Uint32N(1<<24)}
+			QFI: uint8(rng.IntN(4)), FlowMark: uint32(rng.IntN(3)) * rng.Uint32N(1<<24),
+			PDRMark: uint32(rng.IntN(3)) * rng.Uint32N(1<<24)}
 		for range rng.IntN(3) {
 			p.QERIDs = append(p.QERIDs, rng.Uint32N(4))
 		}

@@ -21,7 +21,7 @@ func (u *update) parentFor(g shaper.Flow) (parent uint16, ambr uint64, ok bool) 
 		m, ok := s.alloc()
 		if !ok {
 			s.problems.add(g.ID, shaper.Problem{Kind: shaper.TooManyFlows, Severity: shaper.Error, Flow: g.ID,
-				Name: g.Label(), Field: "id", Detail: fmt.Sprintf("no class id left for its session (max %d classes)", MaxClasses)})
+				Name: g.Label(), Field: "id", Detail: sessionFull(g.ID.SEID, 0)})
 			return 0, 0, false
 		}
 		sp = &sessionPlan{minor: m, ambr: min(g.SessionAMBR, s.pol.LinkRate), flows: map[shaper.FlowID]bool{}}

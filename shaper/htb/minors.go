@@ -178,10 +178,34 @@ func (p *planner) assignMinors() {
 		}
 		m, ok := p.next()
 		if !ok {
-			p.problem(shaper.TooManyFlows, &p.adm.Flows[i], "id", fmt.Sprintf("no class id left (max %d classes)", MaxClasses))
+			if s < 0 {
+				p.problem(shaper.TooManyFlows, &p.adm.Flows[i], "id", fmt.Sprintf("no class id left (max %d classes)", MaxClasses))
+			}
 			continue
 		}
 		p.flowMinor[i] = m
+	}
+	p.reportFullSessions()
+}
+
+// reportFullSessions says, in one line per session, which sessions lost
+// flows for want of class ids.
+func (p *planner) reportFullSessions() {
+	for si, s := range p.adm.Sessions {
+		if p.sessionMinor[si] == 0 {
+			continue // reported by assignSessionMinors
+		}
+		lost := 0
+		for _, i := range s.Flows {
+			if p.flowMinor[i] == 0 {
+				lost++
+			}
+		}
+		if lost > 0 {
+			p.problem(shaper.TooManyFlows, &p.adm.Flows[s.Flows[0]], "id", fmt.Sprintf(
+				"session seid=%d: %d of its %d flows refused: no class id left (a session takes one class id for its AMBR class and one per QoS flow; max %d classes)",
+				s.SEID, lost, len(s.Flows), MaxClasses))
+		}
 	}
 }
 
@@ -223,9 +247,8 @@ func (p *planner) assignSessionMinors() {
 		}
 		m, ok := p.next()
 		if !ok {
-			for _, i := range s.Flows {
-				p.problem(shaper.TooManyFlows, &p.adm.Flows[i], "id", fmt.Sprintf("no class id left for its session (max %d classes)", MaxClasses))
-			}
+			// One line for the session: its flows go with it.
+			p.problem(shaper.TooManyFlows, &p.adm.Flows[s.Flows[0]], "id", sessionFull(s.SEID, len(s.Flows)))
 			continue
 		}
 		p.sessionMinor[si] = m
@@ -262,4 +285,14 @@ func (p *planner) parentOf(i int) uint16 {
 		return p.sessionMinor[s]
 	}
 	return LinkMinor
+}
+
+// sessionFull says a session found no class id: it needs one for its AMBR
+// class and one per flow under it.
+func sessionFull(seid uint64, flows int) string {
+	n := ""
+	if flows > 0 {
+		n = fmt.Sprintf(", so its %d flows under it are refused too", flows)
+	}
+	return fmt.Sprintf("session seid=%d refused: no class id left for its AMBR class%s (a session takes one class id for its AMBR class and one per QoS flow; max %d classes)", seid, n, MaxClasses)
 }
