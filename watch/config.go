@@ -194,5 +194,17 @@ func (c Config) Check() error {
 			return fmt.Errorf("--mark-mode: %v (or auto, keep)", err)
 		}
 	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{{"poll", c.Poll}, {"resync", c.Resync}, {"retry", c.Retry}} {
+		if time.Duration(d.v) < MinInterval {
+			return fmt.Errorf("--%s %s: below %s (each one reads every rule and class of the device)", d.name, time.Duration(d.v), MinInterval)
+		}
+	}
 	return nil
 }
+
+// MinInterval is the shortest poll, resync or retry interval taken: a
+// shorter one would keep the daemon and the kernel busy reading.
+const MinInterval = 100 * time.Millisecond

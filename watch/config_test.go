@@ -297,3 +297,21 @@ func TestConfigCheck(t *testing.T) {
 		}
 	}
 }
+
+// An interval so short the daemon would do nothing but read the devices is
+// refused, naming the key.
+func TestConfigRefusesTinyIntervals(t *testing.T) {
+	for _, key := range []string{"poll", "resync", "retry"} {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(p, []byte("n3: a\nlink_rate: 1mbit\n"+key+": 1ns\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(p)
+		if err == nil {
+			err = cfg.Check()
+		}
+		if err == nil || !strings.Contains(err.Error(), "--"+key+" 1ns: below 100ms") {
+			t.Errorf("%s: 1ns: err = %v, want it refused naming %s", key, err, key)
+		}
+	}
+}
