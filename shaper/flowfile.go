@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -222,7 +224,7 @@ func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
 		f, err := fy.flow()
 		if err != nil {
 			label := fmt.Sprintf("flow #%d", i+1)
-			if fy.Name != "" {
+			if fy.Name != "" && printableName(fy.Name) {
 				label = "flow " + fy.Name
 			}
 			return ff, fmt.Errorf("%s: %s: %w", name, label, err)
@@ -230,6 +232,18 @@ func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
 		ff.Flows = append(ff.Flows, f)
 	}
 	return ff, nil
+}
+
+// printableName reports whether s holds no control characters: names reach
+// terminals and logs, where a newline or an escape sequence would forge
+// lines or repaint the screen.
+func printableName(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
 }
 
 // parseUint is ParseUint with the field named in the error.
@@ -401,6 +415,9 @@ func (p *PolicyYAML) applyAccounting(pol *Policy) error {
 
 func (fy flowYAML) flow() (Flow, error) {
 	f := Flow{Name: fy.Name, Direction: Downlink}
+	if !printableName(fy.Name) {
+		return f, fmt.Errorf("name %q: control characters (newlines, escape sequences) are not allowed in a name that is printed", fy.Name)
+	}
 	if fy.QER == "" {
 		return f, errors.New("qer: missing (the QER id)")
 	}
