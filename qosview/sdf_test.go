@@ -12,7 +12,8 @@ import (
 
 // The seed session's downlink TEID carries its PDRs in gtp5g's order, each
 // naming its flow: the non-GBR flow C by its own QER 5, not the session
-// AMBR QER 1 listed first; the default path by no flow.
+// AMBR QER 1 listed first; the default path by its own flow (QER 2, under
+// the session's AMBR).
 func TestSDFRulesSeedSession(t *testing.T) {
 	qers, pdrs, fars := seedSession().build()
 	flows, _ := Build(qers, pdrs, fars, Options{})
@@ -34,7 +35,7 @@ func TestSDFRulesSeedSession(t *testing.T) {
 		got = append(got, flowName(r.Flow)+"/"+string(rune('0'+r.PDR)))
 	}
 	want := []string{"flow " + shaper.FlowID{SEID: 1, QERID: 3}.String() + "/4", "flow " + shaper.FlowID{SEID: 1, QERID: 4}.String() + "/6",
-		"flow " + shaper.FlowID{SEID: 1, QERID: 5}.String() + "/8", "the default class (no flow)/2"}
+		"flow " + shaper.FlowID{SEID: 1, QERID: 5}.String() + "/8", "flow " + shaper.FlowID{SEID: 1, QERID: 2}.String() + "/2"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("rules %v, want %v", got, want)
 	}
