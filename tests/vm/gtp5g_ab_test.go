@@ -59,7 +59,7 @@ func TestVMGtp5gAB(t *testing.T) {
 	if os.Getenv("GTPQOS_IN_VM") == "1" {
 		t.Skip("host-side launcher; inside the VM TestGtp5gGuestAB runs")
 	}
-	ko := RequireKO(t)
+	ko := RequirePatchedKO(t)
 	bin := BuildTestBinary(t, "./tests/vm/")
 	gtpqos := BuildBinary(t, "./cmd/gtpqos")
 	const name = "gtp5g_vm.test"

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -217,4 +218,19 @@ func BuildBinary(tb testing.TB, pkg string) string {
 		tb.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
 	return out
+}
+
+// RequirePatchedKO is RequireKO for tests that need the gtp5g-patch series:
+// with a stock module (no gtp5g_qos family in it) it skips with one line.
+func RequirePatchedKO(tb testing.TB) string {
+	tb.Helper()
+	ko := RequireKO(tb)
+	b, err := os.ReadFile(ko)
+	if err != nil {
+		tb.Skipf("%s: %v", KOEnv, err)
+	}
+	if !bytes.Contains(b, []byte("gtp5g_qos\x00")) {
+		tb.Skipf("%s=%s is a stock gtp5g (no gtp5g_qos family): this test needs the gtp5g-patch series", KOEnv, ko)
+	}
+	return ko
 }
