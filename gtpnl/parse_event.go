@@ -41,6 +41,7 @@ func parseEvent(b []byte) (Event, error) {
 		ids          int
 		qfi          uint8
 		flowMark     uint32
+		pdrMark      uint32
 		nest         []byte
 	)
 	for ad.Next() {
@@ -66,6 +67,8 @@ func parseEvent(b []byte) (Event, error) {
 			qfi = ad.Uint8()
 		case qosAttrFlowMark:
 			flowMark = ad.Uint32()
+		case qosAttrPDRMark:
+			pdrMark = ad.Uint32()
 		case qosAttrPDR, qosAttrFAR, qosAttrQER:
 			if nest != nil {
 				return ev, fmt.Errorf("decode event: more than one rule nest")
@@ -90,7 +93,7 @@ func parseEvent(b []byte) (Event, error) {
 	} else if nestTy != kind {
 		return ev, fmt.Errorf("decode event seq %d: rule nest %d does not match its id", ev.Seq, nestTy)
 	}
-	if err := ev.setRule(kind, seid, id, qfi, flowMark, nest); err != nil {
+	if err := ev.setRule(kind, seid, id, ruleMarks{qfi, flowMark, pdrMark}, nest); err != nil {
 		return ev, fmt.Errorf("decode event seq %d: %w", ev.Seq, err)
 	}
 	if s, i := ev.ruleKey(); s != seid || i != id {
@@ -99,9 +102,16 @@ func parseEvent(b []byte) (Event, error) {
 	return ev, nil
 }
 
+// ruleMarks are the QoS values an event carries beside the rule's nest.
+type ruleMarks struct {
+	qfi      uint8
+	flowMark uint32
+	pdrMark  uint32 // a PDR's own mark; 0 from a module without one
+}
+
 // setRule sets the event's rule from its kind (qosAttrPDR, FAR or QER),
 // its SEID and id, its QoS values and its nested state (nil: ids only).
-func (e *Event) setRule(kind uint16, seid, id uint64, qfi uint8, flowMark uint32, nest []byte) error {
+func (e *Event) setRule(kind uint16, seid, id uint64, m ruleMarks, nest []byte) error {
 	var err error
 	switch kind {
 	case qosAttrPDR:
@@ -114,7 +124,7 @@ func (e *Event) setRule(kind uint16, seid, id uint64, qfi uint8, flowMark uint32
 				return err
 			}
 		}
-		p.QFI, p.FlowMark = qfi, flowMark
+		p.QFI, p.FlowMark, p.PDRMark = m.qfi, m.flowMark, m.pdrMark
 		e.PDR = &p
 	case qosAttrFAR:
 		f := FAR{SEID: seid, ID: uint32(id)}
@@ -131,7 +141,7 @@ func (e *Event) setRule(kind uint16, seid, id uint64, qfi uint8, flowMark uint32
 				return err
 			}
 		}
-		q.FlowMark = flowMark
+		q.FlowMark = m.flowMark
 		e.QER = &q
 	}
 	return nil

@@ -13,6 +13,7 @@ type markRecord struct {
 	key      [2]uint64 // SEID, rule id
 	qfi      uint8     // PDR records only
 	flowMark uint32
+	pdrMark  uint32 // PDR records only: the PDR's own mark (0: the module has none)
 }
 
 // parseMarkRecords decodes a gtp5g_qos GET_PDR (idAttr qosAttrPDRID) or
@@ -42,6 +43,8 @@ func parseMarkRecords(what string, idAttr uint16, msgs []genetlink.Message) ([]m
 				r.qfi = ad.Uint8()
 			case qosAttrFlowMark:
 				r.flowMark = ad.Uint32()
+			case qosAttrPDRMark:
+				r.pdrMark = ad.Uint32()
 			}
 		}
 		if err := ad.Err(); err != nil {
@@ -69,12 +72,13 @@ func recordIndex(recs []markRecord) map[[2]uint64]markRecord {
 	return m
 }
 
-// withPDRMarks sets each PDR's QFI and flow mark from gtp5g_qos records.
+// withPDRMarks sets each PDR's QFI, flow mark and own mark from gtp5g_qos
+// records.
 func withPDRMarks(pdrs []PDR, recs []markRecord) {
 	idx := recordIndex(recs)
 	for i := range pdrs {
 		if r, ok := idx[pdrKey(&pdrs[i])]; ok {
-			pdrs[i].QFI, pdrs[i].FlowMark = r.qfi, r.flowMark
+			pdrs[i].QFI, pdrs[i].FlowMark, pdrs[i].PDRMark = r.qfi, r.flowMark, r.pdrMark
 		}
 	}
 }
