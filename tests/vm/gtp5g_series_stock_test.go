@@ -211,3 +211,24 @@ func TestGtp5gSeriesStockGroup(t *testing.T) {
 		t.Errorf("uid 65534 joining the gtp5g group: %v, want EPERM", err)
 	}
 }
+
+// TestGtp5gSeriesQFIModeAfterQERDelete: in mode qfi a PDR stops writing
+// its QFI once the QER it took the QFI from is deleted (the series' mode
+// qfi kept marking with the deleted QER's QFI).
+func TestGtp5gSeriesQFIModeAfterQERDelete(t *testing.T) {
+	requireSeriesFixes(t)
+	setMarkModeProc(t, "qfi")
+	l := newGtp5gLab(t)
+	l.programRAN(t)
+	l.upf.AddQER(t, 1, 1, flowA) // QFI 2
+	l.upf.AddFAR(t, 1, 1, gtp5gtest.FARForward(100, "10.100.0.2"))
+	l.upf.AddPDR(t, 1, 1, gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", SDFSrc: "10.200.0.2", FARID: 1, QERIDs: []uint32{1}})
+	observe := []uint32{2}
+	if got := marksOnN3(t, "QFI 2, QER present", observe, markFieldMask, l.sA, l.ueA, pktsA); got[2] != pktsA {
+		t.Fatalf("before the delete flow A left N3 with marks %v; want all %d with QFI 2", got, pktsA)
+	}
+	l.upf.Remove(t, "qer", 1, 1)
+	if got := marksOnN3(t, "QFI 2, QER deleted", observe, markFieldMask, l.sA, l.ueA, pktsA); len(got) != 0 {
+		t.Errorf("after its QER was deleted flow A still leaves N3 with marks %v; want none", got)
+	}
+}
