@@ -8,7 +8,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	gtp5gnl "github.com/free5gc/go-gtp5gnl"
 	"github.com/mdlayher/genetlink"
 	"golang.org/x/sys/unix"
 
@@ -230,5 +232,47 @@ func TestGtp5gSeriesQFIModeAfterQERDelete(t *testing.T) {
 	l.upf.Remove(t, "qer", 1, 1)
 	if got := marksOnN3(t, "QFI 2, QER deleted", observe, markFieldMask, l.sA, l.ueA, pktsA); len(got) != 0 {
 		t.Errorf("after its QER was deleted flow A still leaves N3 with marks %v; want none", got)
+	}
+}
+
+// TestGtp5gSeriesFARIDChangeStress: a PDR whose update changes its FAR
+// id, then is deleted, must leave no pointer in the old FAR's bucket:
+// deleting the old FAR, dumping FARs and FAR events read through it
+// (stock left the node there). A stress loop with an event listener; the
+// VM test fails on any kernel error it provokes.
+func TestGtp5gSeriesFARIDChangeStress(t *testing.T) {
+	abi := requireSeriesFixes(t)
+	ns, r := seriesDevice(t, "gtpr1")
+	events := listenEvents(t, ns, abi)
+	pdr := func(far uint32) gtp5gtest.PDR {
+		return gtp5gtest.PDR{Precedence: 32, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", FARID: far}
+	}
+	const rounds = 150
+	failures := 0
+	for i := 0; i < rounds; i++ {
+		r.AddFAR(t, 1, 1, gtp5gtest.FARForward(100, "10.100.0.2"))
+		r.AddFAR(t, 1, 2, gtp5gtest.FARForward(101, "10.100.0.2"))
+		r.AddPDR(t, 1, 1, pdr(1))
+		if err := gtp5gnl.UpdatePDROID(r.Client(), r.Link, gtp5gtest.OID(1, 1), pdr(2).Attrs()); err != nil {
+			t.Fatalf("round %d: change the PDR's FAR id to 2: %v", i, err)
+		}
+		r.Remove(t, "pdr", 1, 1)
+		if i%10 == 0 {
+			time.Sleep(50 * time.Millisecond) // let the PDR's grace period pass
+		}
+		// FAR 1 updated then deleted: both walk its bucket of PDRs
+		if err := gtp5gnl.UpdateFAROID(r.Client(), r.Link, gtp5gtest.OID(1, 1), gtp5gtest.FARForward(102, "10.100.0.2")); err != nil {
+			failures++
+		}
+		if _, err := gtp5gnl.GetFAROID(r.Client(), r.Link, gtp5gtest.OID(1, 1)); err != nil {
+			failures++
+		}
+		r.Remove(t, "far", 1, 1)
+		r.Remove(t, "far", 1, 2)
+	}
+	got := events.collect(time.Second)
+	t.Logf("%d rounds of PDR FAR-id change, delete, FAR update, get and delete: %d failed requests, %d events", rounds, failures, len(got))
+	if failures != 0 {
+		t.Errorf("%d requests on the old FAR failed", failures)
 	}
 }
