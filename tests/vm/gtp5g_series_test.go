@@ -718,7 +718,7 @@ func TestGtp5gSeriesRejectsInvalid(t *testing.T) {
 		cmd  uint8
 		data [][]byte
 	}{
-		{"mark mode 3", abi.setMark, [][]byte{attr(abi.markAttr, 3)}},
+		{"mark mode 4", abi.setMark, [][]byte{attr(abi.markAttr, 4)}},
 		{"mark mode as u32", abi.setMark, [][]byte{attr(abi.markAttr, 1, 0, 0, 0)}},
 		{"no mark mode", abi.setMark, nil},
 		{"policer 2", abi.setPolicer, [][]byte{attr(abi.polAttr, 2)}},

@@ -81,8 +81,10 @@ func TestBootImagePVH(t *testing.T) {
 	}
 }
 
-// TestKernelErrors picks oops/BUG/WARNING lines out of a kernel log and
-// leaves ordinary lines and non-kernel (scenario) lines alone.
+// TestKernelErrors picks the kernel's bug reports (oops, BUG, faults,
+// WARNING, refcount and list corruption, RCU stalls, hung tasks) out of a
+// kernel log and leaves ordinary lines and non-kernel (scenario) lines
+// alone.
 func TestKernelErrors(t *testing.T) {
 	log := `[    1.000000] Linux version 6.1.0-57-amd64
 [    2.000000] WARNING: CPU: 1 PID: 42 at net/gtp5g/foo.c:12 bar+0x1/0x2 [gtp5g]
@@ -91,13 +93,34 @@ func TestKernelErrors(t *testing.T) {
 [    2.200000] Oops: 0000 [#1] PREEMPT SMP NOPTI
 [    3.000000] tsc: Marking TSC unstable due to clocksource watchdog
 [    4.000000] Kernel panic - not syncing: Fatal exception
-    seed_test.go:12: BUG: not a kernel line (scenario output)`
+[    5.000000] BUG: unable to handle page fault for address: 00007ffd0a1b2000
+[    5.100000] general protection fault, probably for non-canonical address 0xdead000000000122: 0000 [#2] PREEMPT SMP NOPTI
+[    6.000000] rcu: INFO: rcu_sched self-detected stall on CPU
+[    6.100000] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+[    7.000000] INFO: task ip:1234 blocked for more than 120 seconds.
+[    7.100000] INFO: task ip:1234 is not blocked (a made-up line that must not match)
+[    8.000000] refcount_t: underflow; use-after-free.
+[    8.100000] list_add corruption. prev->next should be next (ffff8880), but was dead000000000100.
+[    8.200000] list_del corruption, ffff8880.next is LIST_POISON1 (dead000000000100)
+[    9.000000] rcu: RCU stall warning made up for the matcher
+[    9.100000] rcu: Hierarchical RCU implementation.
+    seed_test.go:12: BUG: not a kernel line (scenario output)
+    seed_test.go:13: list_del corruption in the scenario's own output`
 	got := kernelErrors(log)
 	want := []string{
 		"[    2.000000] WARNING: CPU: 1 PID: 42 at net/gtp5g/foo.c:12 bar+0x1/0x2 [gtp5g]",
 		"[    2.100000] BUG: kernel NULL pointer dereference, address: 0000000000000008",
 		"[    2.200000] Oops: 0000 [#1] PREEMPT SMP NOPTI",
 		"[    4.000000] Kernel panic - not syncing: Fatal exception",
+		"[    5.000000] BUG: unable to handle page fault for address: 00007ffd0a1b2000",
+		"[    5.100000] general protection fault, probably for non-canonical address 0xdead000000000122: 0000 [#2] PREEMPT SMP NOPTI",
+		"[    6.000000] rcu: INFO: rcu_sched self-detected stall on CPU",
+		"[    6.100000] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+		"[    7.000000] INFO: task ip:1234 blocked for more than 120 seconds.",
+		"[    8.000000] refcount_t: underflow; use-after-free.",
+		"[    8.100000] list_add corruption. prev->next should be next (ffff8880), but was dead000000000100.",
+		"[    8.200000] list_del corruption, ffff8880.next is LIST_POISON1 (dead000000000100)",
+		"[    9.000000] rcu: RCU stall warning made up for the matcher",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("kernelErrors (-want +got):\n%s", d)

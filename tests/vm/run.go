@@ -311,7 +311,11 @@ func copyFile(src, dst string) error {
 }
 
 var (
-	kernelErrorRE = regexp.MustCompile(`\b(BUG:|Oops|WARNING: CPU|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:)`)
+	// kernelErrorRE matches the kernel's reports of a bug: oopses and
+	// faults, warnings, sanitizers, refcount and list corruption, RCU
+	// stalls and hung tasks.
+	kernelErrorRE = regexp.MustCompile(`\b(BUG:|Oops|WARNING: CPU|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:|` +
+		`list_add corruption|list_del corruption|self-detected stall|detected stalls on CPUs|RCU stall|INFO: task \S+ blocked for more than)`)
 	// printkRE matches a kernel log line's timestamp, so that scenario
 	// output on the console is not mistaken for kernel messages.
 	printkRE = regexp.MustCompile(`^\[\s*[0-9]+\.[0-9]+\] `)
