@@ -31,11 +31,18 @@ func (r *Reconciler) tc(link netlink.Link) (*rtnl, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dev %s: read device %d through the tc socket: %w", r.dev, a.Index, err)
 	}
-	if name != a.Name || !bytes.Equal(hw, a.HardwareAddr) {
+	if name != a.Name || !sameHardwareAddr(hw, a.HardwareAddr) {
 		return nil, fmt.Errorf("dev %s: the tc socket sees %q at index %d: it is in another network namespace than the netlink handle (give the Reconciler WithNetNS)", r.dev, name, a.Index)
 	}
 	r.rawIndex = a.Index
 	return r.raw, nil
+}
+
+// sameHardwareAddr compares two devices' addresses; an all-zero address
+// (lo's) and none are the same, as netlink libraries report either.
+func sameHardwareAddr(a, b []byte) bool {
+	zero := func(x []byte) bool { return bytes.Count(x, []byte{0}) == len(x) }
+	return bytes.Equal(a, b) || (zero(a) && zero(b))
 }
 
 // linkIdentity returns the name and hardware address of the device with
