@@ -61,8 +61,23 @@ func labTarget(t *testing.T, cfg lab.Config, o ab.LabOptions) (*lab.Lab, *ab.Lab
 
 func TestLabSeedStaticVsAware(t *testing.T) {
 	l, target := labTarget(t, lab.Config{}, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin})
-	ctx := context.Background()
-	res, err := ab.Run(ctx, target, ab.Options{
+	failed := seedRun(t, l, target)
+	// The contract is not loosened for a loaded host; a run that missed it
+	// while the host had more runnable tasks than cores is run once more,
+	// and that run decides.
+	if load, busy := hostBusy(); len(failed) > 0 && busy {
+		t.Logf("%d checks failed with load average %.1f on %d cores (%s): running once more", len(failed), load, runtime.NumCPU(), failed[0])
+		failed = seedRun(t, l, target)
+	}
+	for _, f := range failed {
+		t.Error(f)
+	}
+}
+
+// seedRun runs the seed's two arms once and returns what failed.
+func seedRun(t *testing.T, l *lab.Lab, target ab.Target) []string {
+	t.Helper()
+	res, err := ab.Run(context.Background(), target, ab.Options{
 		Arms: seedArms(t), Runs: 1, Duration: 10 * time.Second,
 		WindowStart: 3 * time.Second, WindowEnd: 9 * time.Second,
 		Tolerance: 0.05, Payload: lab.DefaultPayload, Pause: 500 * time.Millisecond,
@@ -79,19 +94,35 @@ func TestLabSeedStaticVsAware(t *testing.T) {
 	if len(checks) != 9 {
 		t.Fatalf("%d acceptance checks, want 9", len(checks))
 	}
+	var failed []string
 	for _, c := range checks {
 		if !c.OK {
-			t.Errorf("%s: %s", c.Name, c.Detail)
+			failed = append(failed, fmt.Sprintf("%s: %s", c.Name, c.Detail))
 		}
 	}
 	for _, r := range res.RunList {
 		if r.Unclassified > 10 {
-			t.Errorf("arm %s: %d packets fell into the default class", r.Arm, r.Unclassified)
+			failed = append(failed, fmt.Sprintf("arm %s: %d packets fell into the default class", r.Arm, r.Unclassified))
 		}
 	}
 	if n := l.Unmatched(); n > 10 {
-		t.Errorf("%d N6 packets matched no PDR", n)
+		failed = append(failed, fmt.Sprintf("%d N6 packets matched no PDR", n))
 	}
+	return failed
+}
+
+// hostBusy reports the 1-minute load average and whether it is above the
+// number of cores (other work competed with the lab's senders).
+func hostBusy() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	var load float64
+	if _, err := fmt.Sscanf(string(b), "%f", &load); err != nil {
+		return 0, false
+	}
+	return load, load > float64(runtime.NumCPU())
 }
 
 // TestLabTCPVariant runs the same contracts with one reverse TCP connection

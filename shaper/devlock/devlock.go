@@ -139,8 +139,8 @@ func (l *Lock) Path() string { return l.path }
 // that process. h.PID and h.Since are filled in.
 //
 // Whoever can write dir could plant a symlink or a file of their own under
-// the lock's name, so dir must be a real directory owned by us or root that
-// only its owner can write, the lock file is only ever written when this
+// the lock's name, so dir must be a real directory that only its owner can
+// write, the lock file is only ever written when this
 // call created it (O_EXCL, O_NOFOLLOW), and a file left by a killed writer
 // (not locked by anyone) is unlinked and made anew, whoever owned it: a
 // stale lock never blocks the next writer.
@@ -163,8 +163,9 @@ func Acquire(dir, dev string, h Holder) (*Lock, error) {
 }
 
 // checkDir makes dir (0755) if it is missing and refuses one that is not a
-// directory, is a symlink, belongs to another user than us or root, or is
-// writable by group or others.
+// directory, is a symlink, or is writable by group or others. Its owner may
+// be another user (the watch service's, when root runs apply): nothing in
+// it is ever followed or written unless this process created it.
 func checkDir(dir string) error {
 	if dir == "" {
 		return errors.New("lock directory: empty path (give --lock-dir a directory)")
@@ -181,8 +182,6 @@ func checkDir(dir string) error {
 		return fmt.Errorf("lock directory %s: is a symlink; give the directory itself", dir)
 	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return fmt.Errorf("lock directory %s: not a directory", dir)
-	case st.Uid != 0 && int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("lock directory %s: owned by uid %d, neither root nor us (uid %d)", dir, st.Uid, os.Geteuid())
 	case st.Mode&0o022 != 0:
 		return fmt.Errorf("lock directory %s: writable by group or others (mode %04o); another user could plant the lock file", dir, st.Mode&0o7777)
 	}
