@@ -32,8 +32,8 @@ test: deps ## Run every test: unit, fuzz smoke, netns (root) and the Debian-kern
 	@$(MAKE) --no-print-directory fuzz
 	@$(MAKE) --no-print-directory vm-test
 
-unit: ## Run the tests that need neither root nor qemu (root tests skip with a reason)
-	$(GO) test -count=1 $(PKGS)
+unit: ## The fast loop: go test -short (lab throughput and tests/stock skip; netns tests run as root)
+	$(GO) test -short -count=1 $(PKGS)
 
 fuzz: ## Run each decoder fuzz target briefly (FUZZTIME inputs each, default 20000x)
 	@./scripts/fuzz.sh $(FUZZTIME)

@@ -36,6 +36,7 @@ func newTestLab(t *testing.T, cfg Config) *Lab {
 }
 
 func TestLabDatapathUDPUnshaped(t *testing.T) {
+	testenv.SkipShort(t)
 	l := newTestLab(t, Config{RateScale: 1})
 	res, err := l.Run(context.Background(), TrafficSpec{Duration: 3 * time.Second, Offered: 5e6})
 	if err != nil {
@@ -67,6 +68,7 @@ func TestLabDatapathUDPUnshaped(t *testing.T) {
 }
 
 func TestLabN3SocketMarks(t *testing.T) {
+	testenv.SkipShort(t)
 	// Each flow leaves from a socket whose SO_MARK is the flow's mark; with
 	// NoMarks (stock gtp5g) every flow leaves with mark 0.
 	for _, noMarks := range []bool{false, true} {
@@ -91,6 +93,7 @@ func TestLabN3SocketMarks(t *testing.T) {
 }
 
 func TestLabIperf3(t *testing.T) {
+	testenv.SkipShort(t)
 	testenv.RequireCmd(t, "iperf3")
 	l := newTestLab(t, Config{RateScale: 1})
 	res, err := l.Run(context.Background(), TrafficSpec{Duration: 3 * time.Second, Offered: 4e6, Generator: TrafficIperf3})

@@ -60,6 +60,7 @@ func labTarget(t *testing.T, cfg lab.Config, o ab.LabOptions) (*lab.Lab, *ab.Lab
 }
 
 func TestLabSeedStaticVsAware(t *testing.T) {
+	testenv.SkipShort(t)
 	l, target := labTarget(t, lab.Config{}, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin})
 	failed := seedRun(t, l, target)
 	// The contract is not loosened for a loaded host; a run that missed it
@@ -131,6 +132,7 @@ func hostBusy() (float64, bool) {
 // and the table reports retransmits. Whether TCP meets the contracts is
 // reported, not asserted (docs/lab.md states what it showed).
 func TestLabTCPVariant(t *testing.T) {
+	testenv.SkipShort(t)
 	l, target := labTarget(t, lab.Config{}, ab.LabOptions{TCP: true, Generator: lab.TrafficBuiltin})
 	ctx := context.Background()
 	res, err := ab.Run(ctx, target, ab.Options{
@@ -168,6 +170,7 @@ func TestLabTCPVariant(t *testing.T) {
 // flows file. With marks (patched gtp5g) the mark classifier separates
 // them; without (stock gtp5g) the (TEID, QFI) BPF classifier does.
 func TestLabTwoUEsSameQFI(t *testing.T) {
+	testenv.SkipShort(t)
 	testenv.RequireRoot(t)
 	pdrs, err := lab.LoadPDRs("testdata/two-ue-pdrs.yaml")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/lab/ab"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // TestLabSweepContracts runs the sweep's MBR and GBR scenarios at 100- and
@@ -22,6 +23,7 @@ import (
 // greedy best-effort flow receives its GBR. With frame accounting the
 // 100-byte MBR flow gets what counting frames gives: 128/186 of its MBR.
 func TestLabSweepContracts(t *testing.T) {
+	testenv.SkipShort(t)
 	cfg := lab.Config{N3QueueLen: ab.SweepQueueLen}
 	if os.Getenv(lab.RateScaleEnv) == "" {
 		cfg.RateScale = 0.1

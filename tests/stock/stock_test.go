@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/lab"
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // runTime is each traffic run; the first 2 s and the last 1 s are trimmed.
@@ -14,6 +15,7 @@ const runTime = 8 * time.Second
 // The seed scenario with marks off: the aware arm, classified by (TEID,
 // QFI) from the GTP-U header, meets the lab issue's acceptance.
 func TestStockUnmarkedSeedAware(t *testing.T) {
+	testenv.SkipShort(t)
 	l := newLab(t, lab.SeedPDRs())
 	seed := map[string]contract{"A": {15e6, 18e6}, "B": {5e6, 6e6}, "C": {0, 30e6}}
 	s := shape(t, l, flowsFor(l, seed), false)
@@ -50,6 +52,7 @@ var twoUEs = map[string]contract{"UE1": {15e6, 18e6}, "UE2": {5e6, 6e6}}
 
 // Two UEs whose flows both use QFI 2: each meets its own contract.
 func TestStockTwoUEsSameQFI(t *testing.T) {
+	testenv.SkipShort(t)
 	l := newLab(t, lab.TwoUEPDRs())
 	s := shape(t, l, flowsFor(l, twoUEs), false)
 	got := run(t, l, runTime, 2, 1)
@@ -70,6 +73,7 @@ func TestStockTwoUEsSameQFI(t *testing.T) {
 // class (the first flow's), so the second session's class stays empty and
 // the contracts cannot both hold. This is why the key is (TEID, QFI).
 func TestQFIOnlyClassifierMergesSessions(t *testing.T) {
+	testenv.SkipShort(t)
 	l := newLab(t, lab.TwoUEPDRs())
 	s := shape(t, l, flowsFor(l, twoUEs), true)
 	if !strings.Contains(strings.Join(s.res.Classifier.Notes, "\n"), "shares teid=0 qfi=2") {

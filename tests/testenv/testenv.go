@@ -140,3 +140,12 @@ func runOut(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
 }
+
+// SkipShort skips a test that measures throughput through the lab under
+// `go test -short` (make unit): it takes seconds and wants a quiet host.
+func SkipShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("-short: measures throughput through the lab (run without -short: make test)")
+	}
+}
