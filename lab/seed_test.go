@@ -2,6 +2,9 @@ package lab_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
