@@ -304,7 +304,7 @@ func runFree5GC(t *testing.T, script, mode string, more ...free5gc.Flow) (string
 		t.Skip("GTP5G_KO is a patched gtp5g: this test is for stock gtp5g's TEID and SDF classifier")
 	}
 	if strings.Contains(res.Output, "FREE5GC-STOCK") {
-		t.Skip("GTP5G_KO is a stock gtp5g: mark mode " + mode + " needs the patched module (stock gtp5g is classified by TEID and SDF rules, see tests/stock)")
+		t.Skip("GTP5G_KO is a stock gtp5g: this test needs the patched module's mark mode " + mode + " (TestVMWatchFree5GCStock runs the shapes on stock gtp5g)")
 	}
 	if res.ExitCode != 0 {
 		t.Fatalf("scenario failed (exit %d); see the guest output above", res.ExitCode)
