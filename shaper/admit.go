@@ -3,6 +3,7 @@ package shaper
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
 
 // Admission ranks (see Admit).
@@ -246,4 +247,54 @@ func (pol Policy) FlowRates(f Flow, ambr uint64) (rate, ceil uint64) {
 		return f.GBR, ceil
 	}
 	return min(pol.NonGBRMin, ceil), ceil
+}
+
+// LinkShare is what the classes directly under the link class ask of its
+// rate, by kind: HTB lends only what the link has, so when they add up to
+// more than the link, only the GBRs (which admission fits in the link) are
+// guaranteed.
+type LinkShare struct {
+	// GBR is the GBR flows' classes' rates (their GBRs).
+	GBR uint64
+	// NonGBR is the non-GBR minimums: non-GBR flows' classes and the
+	// session classes that hold them.
+	NonGBR uint64
+	// Static is the static mode's flow rates.
+	Static uint64
+	// Default is the default class's rate.
+	Default uint64
+}
+
+// Sum is the total the classes ask of the link.
+func (s LinkShare) Sum() uint64 { return s.GBR + s.NonGBR + s.Static + s.Default }
+
+// Add returns s with o's rates added.
+func (s LinkShare) Add(o LinkShare) LinkShare {
+	return LinkShare{s.GBR + o.GBR, s.NonGBR + o.NonGBR, s.Static + o.Static, s.Default + o.Default}
+}
+
+// Sub returns s with o's rates taken off (never below zero).
+func (s LinkShare) Sub(o LinkShare) LinkShare {
+	sub := func(a, b uint64) uint64 { return a - min(a, b) }
+	return LinkShare{sub(s.GBR, o.GBR), sub(s.NonGBR, o.NonGBR), sub(s.Static, o.Static), sub(s.Default, o.Default)}
+}
+
+// Oversubscribed returns the warning that the classes' rates add up to more
+// than link, naming each part, and whether there is one.
+func (s LinkShare) Oversubscribed(link uint64) (Problem, bool) {
+	if s.Sum() <= link {
+		return Problem{}, false
+	}
+	var parts []string
+	for _, p := range []struct {
+		name string
+		v    uint64
+	}{{"GBRs", s.GBR}, {"non-GBR minimums", s.NonGBR}, {"static rates", s.Static}, {"default class", s.Default}} {
+		if p.v != 0 {
+			parts = append(parts, p.name+" "+FormatRate(p.v))
+		}
+	}
+	return Problem{Kind: Oversubscribed, Severity: Warning, Name: "policy", Field: "link",
+		Detail: "class rates add up to " + FormatRate(s.Sum()) + " (" + strings.Join(parts, " + ") + ") on a " + FormatRate(link) +
+			" link: only GBRs are guaranteed, non-GBR minimums, the default class and static rates are not"}, true
 }

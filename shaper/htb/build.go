@@ -16,7 +16,7 @@ func (p *planner) build() *Tree {
 	dc := base
 	dc.Minor, dc.Parent, dc.Role, dc.Rate, dc.Ceil, dc.Prio = DefaultMinor, LinkMinor, shaper.RoleDefault, min(pol.DefaultRate, link), link, 7
 	t.Classes = append(t.Classes, lc, dc)
-	linkSum := dc.Rate
+	share := shaper.LinkShare{Default: dc.Rate}
 	sessionRate := make([]uint64, len(p.adm.Sessions))
 	for i, f := range p.adm.Flows {
 		if p.flowMinor[i] == 0 {
@@ -35,7 +35,7 @@ func (p *planner) build() *Tree {
 		if s >= 0 {
 			sessionRate[s] += fc.Rate
 		} else {
-			linkSum += fc.Rate
+			share = share.Add(classShare(pol, fc))
 		}
 		t.Classes = append(t.Classes, fc)
 	}
@@ -47,16 +47,14 @@ func (p *planner) build() *Tree {
 		sc.Minor, sc.Parent, sc.Role, sc.Prio, sc.SEID = p.sessionMinor[si], LinkMinor, shaper.RoleSession, pol.Prio, s.SEID
 		sc.Ceil = s.AMBR
 		sc.Rate = min(sessionRate[si], s.AMBR)
-		linkSum += sc.Rate
+		share = share.Add(classShare(pol, sc))
 		t.Classes = append(t.Classes, sc)
 	}
 	for _, m := range p.spares {
 		t.Classes = append(t.Classes, spareClass(base, m))
 	}
-	if linkSum > link {
-		p.problems = append(p.problems, shaper.Problem{Kind: shaper.Oversubscribed, Severity: shaper.Warning, Name: "policy", Field: "link",
-			Detail: "class rates add up to " + shaper.FormatRate(linkSum) + " on a " + shaper.FormatRate(link) +
-				" link: only GBRs are guaranteed, non-GBR minimums and static rates are not"})
+	if over, ok := share.Oversubscribed(link); ok {
+		p.problems = append(p.problems, over)
 	}
 	t.sortClasses()
 	return t

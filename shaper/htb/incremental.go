@@ -43,7 +43,7 @@ type planState struct {
 	spares  []uint16
 	used    [1 << 16]bool
 	lowFree int
-	linkSum uint64
+	linkSum shaper.LinkShare
 	// keys warns about a placed flow its classifier cannot reach (the
 	// zero keyCheck: no such warnings).
 	keys keyCheck
@@ -92,7 +92,7 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, pr
 	for _, c := range t.Classes {
 		s.classes.set(c.Minor, c)
 		s.used[c.Minor] = true
-		s.linkSum += s.linkShare(c)
+		s.linkSum = s.linkSum.Add(s.linkShare(c))
 		switch c.Role {
 		case shaper.RoleSession:
 			s.sessions[c.SEID] = &sessionPlan{minor: c.Minor, ambr: c.Ceil, rate: c.Rate, flows: map[shaper.FlowID]bool{}}
@@ -210,20 +210,27 @@ func retryable(k shaper.ProblemKind) bool {
 
 // linkShare is what a class takes of the link's rate (the link class and
 // the flows under a session take nothing of it directly).
-func (s *planState) linkShare(c Class) uint64 {
+func (s *planState) linkShare(c Class) shaper.LinkShare {
 	switch {
 	case c.Role == shaper.RoleLink, c.Role == shaper.RoleSpare:
-		return 0
+		return shaper.LinkShare{}
 	case c.Parent == LinkMinor:
-		return c.Rate
+		return classShare(s.pol, c)
 	}
-	return 0
+	return shaper.LinkShare{}
 }
 
-// oversubscribed is the warning that class rates add up to more than the
-// link.
-func oversubscribed(sum, link uint64) shaper.Problem {
-	return shaper.Problem{Kind: shaper.Oversubscribed, Severity: shaper.Warning, Name: "policy", Field: "link",
-		Detail: "class rates add up to " + shaper.FormatRate(sum) + " on a " + shaper.FormatRate(link) +
-			" link: only GBRs are guaranteed, non-GBR minimums and static rates are not"}
+// classShare files a class under the link by kind: the default class, a
+// GBR flow's (aware mode), a static rate, or a non-GBR minimum (a non-GBR
+// flow's class or a session's).
+func classShare(pol shaper.Policy, c Class) shaper.LinkShare {
+	switch {
+	case c.Role == shaper.RoleDefault:
+		return shaper.LinkShare{Default: c.Rate}
+	case pol.Mode == shaper.Static:
+		return shaper.LinkShare{Static: c.Rate}
+	case c.Role == shaper.RoleFlow && c.GBR != 0:
+		return shaper.LinkShare{GBR: c.Rate}
+	}
+	return shaper.LinkShare{NonGBR: c.Rate}
 }

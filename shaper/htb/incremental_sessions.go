@@ -81,7 +81,7 @@ func (u *update) fixSessions() {
 			if u.created(c.Minor) {
 				continue // created and emptied in this update: nothing to write
 			}
-			s.linkSum -= s.linkShare(c)
+			s.linkSum = s.linkSum.Sub(s.linkShare(c))
 			u.freedSessions = append(u.freedSessions, c)
 			continue
 		}
@@ -130,7 +130,7 @@ func (u *update) fixSession(seid uint64, sp *sessionPlan) {
 	c := old
 	c.Rate, c.Ceil = min(rate, sp.ambr), sp.ambr
 	s.classes.set(c.Minor, c)
-	s.linkSum += s.linkShare(c) - s.linkShare(old)
+	s.linkSum = s.linkSum.Sub(s.linkShare(old)).Add(s.linkShare(c))
 	if !sameClass(c, old) {
 		u.changed(c)
 	}

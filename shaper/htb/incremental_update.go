@@ -146,7 +146,7 @@ func (u *update) drop(id shaper.FlowID) {
 	s.ledger.Release(f)
 	delete(s.minor, id)
 	s.classes.del(m)
-	s.linkSum -= s.linkShare(c)
+	s.linkSum = s.linkSum.Sub(s.linkShare(c))
 	u.freed[id] = c
 	if p, ok := s.sessionOfClass(c); ok {
 		delete(p.flows, id)
@@ -207,7 +207,7 @@ func (u *update) place(f shaper.Flow) {
 	if g.GBR < f.GBR {
 		s.clamped[g.ID] = f
 	}
-	s.linkSum += s.linkShare(c)
+	s.linkSum = s.linkSum.Add(s.linkShare(c))
 	if p, ok := s.keys.unreachable(s.major, c); ok {
 		s.problems.add(g.ID, p)
 	}

@@ -369,3 +369,21 @@ func TestPlanShrinksThePool(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanOversubscribedNamesParts checks that a plan whose classes ask for
+// more than the link warns with the parts: the seed's flows on 21 Mbit/s
+// (GBRs 20, C's non-GBR minimum 1, the default class 1).
+func TestPlanOversubscribedNamesParts(t *testing.T) {
+	_, probs := Plan(seedFlows(), shaper.DefaultPolicy(21*mbit), nil)
+	var detail string
+	for _, p := range probs {
+		if p.Kind == shaper.Oversubscribed {
+			detail = p.Detail
+		}
+	}
+	want := "class rates add up to " + shaper.FormatRate(22*mbit) + " (GBRs " + shaper.FormatRate(20*mbit) + " + non-GBR minimums " +
+		shaper.FormatRate(1*mbit) + " + default class " + shaper.FormatRate(1*mbit) + ") on a " + shaper.FormatRate(21*mbit) + " link"
+	if !strings.HasPrefix(detail, want) {
+		t.Errorf("oversubscribed warning %q, want it to start %q", detail, want)
+	}
+}

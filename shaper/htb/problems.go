@@ -72,10 +72,7 @@ type problemList struct {
 // same says they are the list the last call returned (the same slice, not
 // to be modified).
 func (s *planState) allProblems() (list []shaper.Problem, same bool) {
-	var over shaper.Problem
-	if s.linkSum > s.pol.LinkRate {
-		over = oversubscribed(s.linkSum, s.pol.LinkRate)
-	}
+	over, _ := s.linkSum.Oversubscribed(s.pol.LinkRate)
 	r := &s.reported
 	if r.made && r.gen == s.problems.gen && r.over == over {
 		return r.list, true
