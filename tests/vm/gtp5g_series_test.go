@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func TestVMGtp5gSeries(t *testing.T) {
 	ko := RequireKO(t)
 	bin := BuildTestBinary(t, "./tests/vm/")
 	const name = "gtp5g_series.test"
-	env := map[string]string{gtp5gGuestEnv: "1"}
+	env := map[string]string{gtp5gGuestEnv: "1", guestKOEnv: GuestWorkDir + "/.vm/" + filepath.Base(ko)}
 	record := os.Getenv(recordGenlEnv) == "1"
 	if record {
 		env[recordGenlEnv] = "1"
