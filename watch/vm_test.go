@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -59,7 +60,7 @@ classes() { tc class show dev n3w | grep -v 'prio 7 rate 8Kbit ceil 8Kbit'; }
 waitfor() { for i in $(seq 150); do n=$(classes | grep -c "$1"); [ "$n" -eq "$2" ] && return 0; sleep 0.1; done; return 1; }
 waitfor 'rate 15Mbit ceil 18Mbit' 1 || fail "flow A class (15/18) did not appear"
 waitfor 'rate 5Mbit ceil 6Mbit' 1 || fail "flow B class (5/6) did not appear"
-waitfor 'ceil 20Mbit' 2 || fail "session AMBR class and flow C under it (ceil 20) did not appear"
+waitfor 'ceil 20Mbit' 3 || fail "session AMBR class and, under it, flow C and the default flow (ceil 20) did not appear"
 echo "== classes after add"; classes
 for i in $(seq 150); do tc class show dev n6w | grep -q 'rate 15Mbit ceil 18Mbit' && break; sleep 0.1; done
 tc class show dev n6w | grep -q 'rate 15Mbit ceil 18Mbit' || fail "uplink class for flow A (15/18) did not appear on N6"
@@ -69,17 +70,22 @@ grep -q 'msg="sync .*dev=n6w' watch.log || fail "no classifier entry for the upl
 # addresses to the UE, encapsulated by gtp5g toward the gNB (10.100.0.2,
 # the N3 peer): each flow's class must count its packets (patched: the
 # mark gtp5g sets; stock: TEID+QFI from the GTP-U header).
-for a in 2 3 4; do ip addr add 10.200.0.$a/32 dev lo; done
+for a in 2 3 4 5; do ip addr add 10.200.0.$a/32 dev lo; done
 ip route add 10.60.0.0/24 dev upfgtp
 ip neigh add 10.100.0.2 lladdr "$(cat /sys/class/net/n3p/address)" dev n3w
-for a in 2 3 4; do ping -q -c 5 -i 0.05 -W 1 -I 10.200.0.$a 10.60.0.1 >/dev/null 2>&1; done
+# .5 matches no flow's SDF: the default path's PDR, the default flow's class.
+for a in 2 3 4 5; do ping -q -c 5 -i 0.05 -W 1 -I 10.200.0.$a 10.60.0.1 >/dev/null 2>&1; done
 cid() { classes | grep 'leaf' | grep "$1" | awk '{print $3}'; } # leaf: not the session class
 sent() { tc -s class show dev n3w | awk -v c="class htb $1 " 'index($0, c) == 1 { getline; print $2 }'; }
+# Flow C and the default flow both sit at 1/20 under the session class.
 for f in 'rate 15Mbit ceil 18Mbit' 'rate 5Mbit ceil 6Mbit' 'rate 1Mbit ceil 20Mbit'; do
-	c=$(cid "$f"); b=$(sent "$c")
-	echo "flow class $c ($f): sent $b bytes"
-	[ "${b:-0}" -gt 0 ] || fail "class $c ($f) counted no traffic: gtp5g's packets not classified"
+	for c in $(cid "$f"); do
+		b=$(sent "$c")
+		echo "flow class $c ($f): sent $b bytes"
+		[ "${b:-0}" -gt 0 ] || fail "class $c ($f) counted no traffic: gtp5g's packets not classified"
+	done
 done
+[ "$(cid 'rate 1Mbit ceil 20Mbit' | wc -l)" -eq 2 ] || fail "want two leaf classes at 1/20: flow C and the default flow"
 $T delete pdr upfgtp 1:2; $T delete pdr upfgtp 1:3; $T delete pdr upfgtp 1:4; $T delete pdr upfgtp 1:5; $T delete pdr upfgtp 1:12
 $T delete far upfgtp 1:2
 for q in 1 2 3 4 5; do $T delete qer upfgtp 1:$q; done
@@ -93,7 +99,7 @@ kill $L 2>/dev/null; ip link del upfgtp 2>/dev/null
 rmmod gtp5g || fail "rmmod gtp5g"
 sleep 3
 kill -0 $W || fail "watch exited when gtp5g was unloaded"
-insmod "$VM_WORK/.vm/gtp5g.ko" || fail "insmod gtp5g again"
+insmod "$GTP5G_GUEST_KO" || fail "insmod gtp5g again"
 ./gogtp5g-link add upfgtp >>link.log 2>&1 &
 L=$!
 for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1; done
@@ -105,7 +111,7 @@ waitfor 'rate 7Mbit ceil 9Mbit' 1 || fail "no class for the session added after 
 echo "== classes after gtp5g reload"; classes
 if [ -e /proc/gtp5g/qos_mark ]; then
 	m=$(cat /proc/gtp5g/qos_mark)
-	[ "$m" = flow ] || fail "mark mode '$m' after gtp5g reload, want flow (set again by watch)"
+	[ "$m" = pdr ] || [ "$m" = flow ] || fail "mark mode '$m' after gtp5g reload, want pdr or flow (set again by watch, mark mode auto)"
 	echo "mark mode after reload: $m"
 fi
 echo "SIGTERM at $(date +%T)"
@@ -130,7 +136,9 @@ func TestVMWatchRealGTP5G(t *testing.T) {
 		"gogtp5g-link":   vm.BuildBinary(t, "github.com/free5gc/go-gtp5gnl/cmd/gogtp5g-link"),
 		"gogtp5g-tunnel": vm.BuildBinary(t, "github.com/free5gc/go-gtp5gnl/cmd/gogtp5g-tunnel"),
 	}
-	res := vm.Run(t, vm.Config{Script: watchScenario, Files: files, KO: ko, Timeout: 8 * time.Minute})
+	// The guest holds the module under its own file name.
+	env := map[string]string{"GTP5G_GUEST_KO": vm.GuestWorkDir + "/.vm/" + filepath.Base(ko)}
+	res := vm.Run(t, vm.Config{Script: watchScenario, Files: files, KO: ko, Env: env, Timeout: 8 * time.Minute})
 	out := res.Output
 	if res.ExitCode != 0 || !strings.Contains(out, "WATCH-SCENARIO-OK") {
 		t.Fatalf("scenario failed (exit %d); see the guest output above", res.ExitCode)
