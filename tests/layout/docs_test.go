@@ -232,3 +232,68 @@ func paragraphs(text string) []string {
 	flush()
 	return out
 }
+
+// repoPathRE is a word that may name a file of the repository: a top-level
+// folder, a slash, and more path.
+var (
+	repoPathRE = regexp.MustCompile(`^(?:\.\.?/)?([A-Za-z0-9_-]+)/[A-Za-z0-9_./-]*$`)
+	goSymbolRE = regexp.MustCompile(`\.[A-Z][A-Za-z0-9_*]*$`)
+)
+
+// buildOutputs are folders that exist only after a build or a run.
+var buildOutputs = map[string]bool{"bin": true, "out": true}
+
+// TestDocPathsExist fails if README.md or a file in docs/ names, in code
+// or a command, a path under one of the repository's top-level folders
+// that does not exist.
+func TestDocPathsExist(t *testing.T) {
+	top := root(t)
+	docs, _ := filepath.Glob(filepath.Join(top, "docs", "*.md"))
+	for _, md := range append([]string{filepath.Join(top, "README.md")}, docs...) {
+		rel, _ := filepath.Rel(top, md)
+		for _, w := range codeWords(readFile(t, md)) {
+			w = goSymbolRE.ReplaceAllString(w, "") // tests/faults.TestFault...: the package
+			m := repoPathRE.FindStringSubmatch(w)
+			if m == nil || buildOutputs[m[1]] || strings.HasPrefix(w, "/") {
+				continue
+			}
+			// ../x is relative to the document, ./x (a Go package) and x to the top.
+			path := filepath.Join(top, filepath.FromSlash(w))
+			if strings.HasPrefix(w, "../") {
+				path = filepath.Join(filepath.Dir(md), filepath.FromSlash(w))
+			} else if fi, err := os.Stat(filepath.Join(top, m[1])); err != nil || !fi.IsDir() {
+				continue // not one of the repository's folders
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s names %s, which does not exist", rel, w)
+			}
+		}
+	}
+}
+
+// codeWords are the words of the text's code spans and code blocks, with
+// trailing punctuation trimmed.
+func codeWords(text string) []string {
+	var out []string
+	fenced := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fenced = !fenced
+			continue
+		}
+		var spans []string
+		if fenced {
+			spans = []string{l}
+		} else {
+			for _, s := range codeSpanRE.FindAllString(l, -1) {
+				spans = append(spans, strings.Trim(s, "`"))
+			}
+		}
+		for _, s := range spans {
+			for _, w := range strings.Fields(s) {
+				out = append(out, strings.TrimRight(w, ".,;:)'\""))
+			}
+		}
+	}
+	return out
+}
