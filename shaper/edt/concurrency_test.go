@@ -1,0 +1,78 @@
+package edt
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Two CPUs pacing one flow and one session at once lose no clock advance:
+// with every packet behind the clock, after P packets each clock stands
+// exactly P slots past the first departure. A read-then-write without the
+// locks would let two packets take one slot.
+func TestConcurrentClocks(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	p := loadForTest(t, testOptions())
+	const rate = 1_000_000 // 8 ms a packet: far behind the clock all along
+	if err := p.AddSession(1, rate); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AddFlow(1, FlowSpec{Marks: []uint32{1}, Session: 1, MBR: rate, DelayBudget: 100 * time.Hour, Class: classNonGBR}); err != nil {
+		t.Fatal(err)
+	}
+	_, out := run(t, p, 1, frame(1000))
+	first := out.tstamp()
+
+	const perCPU, repeat = 20, 5000
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for cpu := 0; cpu < 2; cpu++ {
+		wg.Add(1)
+		go func(cpu int) {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var set unix.CPUSet
+			set.Set(cpu)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				errs <- err
+				return
+			}
+			data, in := frame(1000), newCtx(1, 0)
+			for i := 0; i < perCPU; i++ {
+				if _, err := p.Program().Run(&ebpf.RunOptions{Data: data, Context: in[:], Repeat: repeat}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(cpu)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
+			t.Skipf("kernel refuses: %v", err)
+		}
+		t.Fatal(err)
+	}
+	const total = 1 + 2*perCPU*repeat
+	st, err := p.Flow(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := first + total*txNs(1000, rate)
+	if st.Packets != total || st.MBRClock != want {
+		t.Errorf("flow: %d packets, clock %d; want %d packets, clock %d (%d slots lost)", st.Packets, st.MBRClock, total, want, int64(want-st.MBRClock)/int64(txNs(1000, rate)))
+	}
+	if clock, err := p.SessionClock(1); err != nil || clock != want {
+		t.Errorf("session clock %d (%v), want %d", clock, err, want)
+	}
+}
