@@ -3,11 +3,14 @@ package edt
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // Default map sizes: room for a UPF with a million PDU sessions, each with
@@ -73,7 +76,7 @@ func Load(opts LoadOptions) (*Pacer, error) {
 	}
 	// A no-op on kernels that account BPF memory to the memory cgroup (5.11+).
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("edt: raise RLIMIT_MEMLOCK: %w", err)
+		return nil, permErr("edt: raise RLIMIT_MEMLOCK", err)
 	}
 	spec, err := loadEdt()
 	if err != nil {
@@ -96,6 +99,9 @@ func Load(opts LoadOptions) (*Pacer, error) {
 	}
 	p := &Pacer{opts: opts}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return nil, permErr("edt: load objects", err)
+		}
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("edt: verifier refused the program: %w", err)
@@ -130,4 +136,13 @@ func (p *Pacer) SetDefaultClass(classID uint32) error {
 		return fmt.Errorf("edt: map config: set default class %#x: %w", classID, err)
 	}
 	return nil
+}
+
+// permErr names the capabilities the process lacks when the kernel said
+// EPERM (what then failed is what needs them).
+func permErr(what string, err error) error {
+	if missing := classify.MissingCaps(classify.BPFCaps...); len(missing) > 0 && errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("%s: missing %s: %w", what, strings.Join(missing, " and "), err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
