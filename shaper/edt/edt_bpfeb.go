@@ -16,7 +16,7 @@ import (
 type edtEdtConfig struct {
 	_            structs.HostLayout
 	DefaultClass uint32
-	Pad          uint32
+	Overhead     uint32
 }
 
 type edtEdtStats struct {

@@ -108,6 +108,10 @@ func Load(opts LoadOptions) (*Pacer, error) {
 		}
 		return nil, fmt.Errorf("edt: load objects: %w", err)
 	}
+	if err := p.SetDefaultClass(0); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -132,7 +136,7 @@ func (p *Pacer) Options() LoadOptions { return p.opts }
 // SetDefaultClass sets the class id (major<<16 | minor) that packets no
 // flow claims get as skb->priority; 0 leaves skb->priority alone.
 func (p *Pacer) SetDefaultClass(classID uint32) error {
-	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID}); err != nil {
+	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead}); err != nil {
 		return fmt.Errorf("edt: map config: set default class %#x: %w", classID, err)
 	}
 	return nil

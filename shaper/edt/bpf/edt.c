@@ -92,7 +92,7 @@ struct session {
 // config[0], written by user space.
 struct edt_config {
 	__u32 default_class; // priority for packets no flow claims (0: leave)
-	__u32 pad;
+	__u32 overhead;      // the loader's `overhead`, for a process that opens the pins
 };
 
 // stats[0], per CPU: packets no flow claims.
