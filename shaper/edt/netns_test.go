@@ -54,7 +54,7 @@ func TestVethClassesDropsTstamp(t *testing.T) {
 	)
 	for id, s := range map[uint32]FlowSpec{
 		1: {Marks: []uint32{0x10}, MBR: 1_000_000, DelayBudget: time.Hour, Class: nonGBR},
-		2: {Marks: []uint32{0x20}, GBR: 1_000_000, MBR: 2_000_000, GBRBurst: 1, DelayBudget: time.Hour, Class: nonGBR, GBRClass: gbrClass},
+		2: {Marks: []uint32{0x20}, GBR: 100_000, MBR: 200_000, GBRBurst: 1, DelayBudget: time.Hour, Class: nonGBR, GBRClass: gbrClass},
 		3: {Marks: []uint32{0x30}, MBR: 80_000, DelayBudget: 20 * time.Millisecond, Class: nonGBR},
 	} {
 		if err := p.AddFlow(id, s); err != nil {
@@ -120,7 +120,7 @@ func TestVethClassesDropsTstamp(t *testing.T) {
 	if v.Mono != passed {
 		t.Errorf("peer saw %d packets with a CLOCK_MONOTONIC delivery time, %d were paced", v.Mono, passed)
 	}
-	if v.Last == 0 || v.Last != f1.MBRClock-txNs(1000, 1_000_000) && v.Last != f2.MBRClock-txNs(1000, 2_000_000) && v.Last != f3.MBRClock-txNs(1000, 80_000) {
+	if v.Last == 0 || v.Last != f1.MBRClock-txNs(1000, 1_000_000) && v.Last != f2.MBRClock-txNs(1000, 200_000) && v.Last != f3.MBRClock-txNs(1000, 80_000) {
 		t.Errorf("last tstamp at the peer %d is no flow's last departure (%d, %d, %d)", v.Last, f1.MBRClock, f2.MBRClock, f3.MBRClock)
 	}
 }

@@ -16,7 +16,9 @@ const (
 // leaves now, on CLOCK_MONOTONIC; each gets the flow's class and hash.
 func TestMBRPacing(t *testing.T) {
 	p := loadForTest(t, testOptions())
-	const mbr = 1_000_000
+	// 100 kbit/s: 80 ms for 1000 bytes, so the clock stays ahead of now
+	// even when the test thread stalls between runs on a loaded host.
+	const mbr = 100_000
 	if err := p.AddFlow(7, FlowSpec{Marks: []uint32{0x107}, MBR: mbr, DelayBudget: time.Hour, Class: classNonGBR}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestMBRPacing(t *testing.T) {
 // AMBR) are not held by that clock.
 func TestAMBRAcrossFlows(t *testing.T) {
 	p := loadForTest(t, testOptions())
-	const ambr = 1_000_000
+	const ambr = 100_000 // 80 ms a packet: ahead of now across stalls
 	for _, s := range []struct {
 		id   uint32
 		ambr uint64
@@ -98,7 +100,7 @@ func TestAMBRAcrossFlows(t *testing.T) {
 	if clock != prev+txNs(1000, ambr) {
 		t.Errorf("session 1 clock %d, want %d", clock, prev+txNs(1000, ambr))
 	}
-	// Session 1's clock is now ~56 ms ahead; the others must leave now.
+	// Session 1's clock is now ~560 ms ahead; the others must leave now.
 	for _, mark := range []uint32{20, 12} {
 		before := monoNow(t)
 		_, out := run(t, p, mark, frame(1000))
@@ -114,7 +116,7 @@ func TestAMBRAcrossFlows(t *testing.T) {
 // MBR spacing.
 func TestGBRSplit(t *testing.T) {
 	p := loadForTest(t, testOptions())
-	const gbr, mbr = 1_000_000, 2_000_000
+	const gbr, mbr = 100_000, 200_000 // 40 ms a packet at MBR
 	if err := p.AddFlow(3, FlowSpec{Marks: []uint32{3}, GBR: gbr, MBR: mbr, GBRBurst: 1, DelayBudget: time.Hour, Class: classNonGBR, GBRClass: classGBR}); err != nil {
 		t.Fatal(err)
 	}
