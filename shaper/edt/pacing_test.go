@@ -27,7 +27,10 @@ func TestMBRPacing(t *testing.T) {
 	var total int
 	before := monoNow(t)
 	for i, n := range sizes {
-		verdict, out := run(t, p, 0x107, frame(n))
+		// A tstamp the packet brings is overwritten, not a lower bound.
+		in := newCtx(0x107, 0)
+		in.setTstamp(1 << 62)
+		verdict, out := runCtx(t, p, in, frame(n))
 		if verdict != actOK {
 			t.Fatalf("packet %d: verdict %d, want TC_ACT_OK", i, verdict)
 		}
