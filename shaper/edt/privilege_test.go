@@ -48,7 +48,7 @@ func TestCapabilities(t *testing.T) {
 func capsChild(t *testing.T) {
 	p, err := Load(LoadOptions{Sessions: 4, Flows: 4, Marks: 4})
 	if err != nil {
-		t.Log("edt child: " + err.Error())
+		t.Logf("edt child: %+v", err) // %+v: the whole verifier log
 		return
 	}
 	defer p.Close()

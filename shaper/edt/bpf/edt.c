@@ -150,9 +150,14 @@ static __always_inline __u64 tx_ns(__u64 len, __u64 bps)
 	return bps ? len * 8 * NSEC_PER_SEC / bps : 0;
 }
 
+// Map keys come from map values or .rodata, not the stack, except the
+// mark: a loader without CAP_PERFMON on 6.1 has the verifier refuse a
+// 4-byte key that clang stores into a stack slot a spilled pointer held
+// ("attempt to corrupt spilled pointer on stack").
+static const __u32 zero = 0;
+
 static __always_inline int unclaimed(struct __sk_buff *skb, int stale)
 {
-	__u32 zero = 0;
 	struct edt_stats *st = bpf_map_lookup_elem(&stats, &zero);
 	struct edt_config *cfg = bpf_map_lookup_elem(&config, &zero);
 
@@ -169,7 +174,6 @@ static __always_inline int unclaimed(struct __sk_buff *skb, int stale)
 
 static __always_inline void count(__u32 what)
 {
-	__u32 zero = 0;
 	struct edt_stats *st = bpf_map_lookup_elem(&stats, &zero);
 
 	if (!st)
@@ -226,7 +230,7 @@ int edt_egress(struct __sk_buff *skb)
 	if (!id)
 		return unclaimed(skb, 0);
 	__u32 fid = *id;
-	struct flow *f = bpf_map_lookup_elem(&flows, &fid);
+	struct flow *f = bpf_map_lookup_elem(&flows, id);
 	if (!f)
 		return unclaimed(skb, 1);
 
@@ -239,8 +243,7 @@ int edt_egress(struct __sk_buff *skb)
 
 	struct session *s = NULL;
 	if (READ_ONCE(f->flags) & FLOW_AMBR) {
-		__u32 sid = READ_ONCE(f->session);
-		s = bpf_map_lookup_elem(&sessions, &sid);
+		s = bpf_map_lookup_elem(&sessions, &f->session);
 		if (!s)
 			count(0);
 	}
