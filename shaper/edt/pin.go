@@ -64,13 +64,13 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	p = &Pacer{}
+	q := &Pacer{}
 	defer func() {
 		if err != nil {
-			p.Close()
-			p = nil
+			q.Close() // what was opened before the failure
 		}
 	}()
+	p = q
 	if p.objs.EdtEgress, err = ebpf.LoadPinnedProgram(path, nil); err != nil {
 		return nil, false, fmt.Errorf("edt: open pinned program %s: %w", path, err)
 	}
