@@ -87,10 +87,10 @@ func checkFQWeights(t *testing.T, ifindex int) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got[tcaFQWeights], weights) {
-		t.Errorf("fq %x: dumped weights %x, want %x", handle, got[tcaFQWeights], weights)
+		t.Errorf("fq %s: dumped weights %x, want %x", os.Getenv("VM612_HANDLE"), got[tcaFQWeights], weights)
 	}
 	if !bytes.Equal(got[tcaFQPriomap], priomap) {
-		t.Errorf("fq %x: dumped priomap %x, want %x", handle, got[tcaFQPriomap], priomap)
+		t.Errorf("fq %s: dumped priomap %x, want %x", os.Getenv("VM612_HANDLE"), got[tcaFQPriomap], priomap)
 	}
 }
 
