@@ -38,7 +38,7 @@ unit: ## The fast loop: go test -short (lab throughput and tests/stock skip; net
 fuzz: ## Run each decoder fuzz target briefly (FUZZTIME inputs each, default 20000x)
 	@./scripts/fuzz.sh $(FUZZTIME)
 
-vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run every TestVM* (shaper, lab, gtp5g with GTP5G_KO) inside it (root)
+vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run every TestVM* (shaper, lab, gtp5g with GTP5G_KO; 6.12 for TestVMKernel612) inside it (root)
 	GTPQOS_VM=1 $(GO) test -count=1 -p 1 -timeout 20m -run '^TestVM' -v $(PKGS)
 
 demo: deps build ## Reproduce the seed experiment (static vs aware HTB) in network namespaces (root)
