@@ -85,7 +85,7 @@ type DeviceTrees struct {
 type reading struct {
 	dev  Device
 	dir  shaper.Direction
-	be   shaper.Backend
+	be   backends.ReadCloser
 	in   *shaper.Inspection
 	at   time.Time
 	ix   *shaper.Index[shaper.ClassState]
@@ -153,7 +153,7 @@ func (n DeviceTrees) Read(ctx context.Context, flows []shaper.Flow) (TreeView, e
 // up in Device.Error.
 func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.Direction) *reading {
 	r := &reading{dev: Device{Role: role, Dev: dev, Mode: "none"}, dir: dir}
-	be, err := backends.Open(dev, backends.Options{NetNS: n.NetNS, N3: n.N3, Direction: dir})
+	be, err := backends.OpenReader(dev, backends.Options{NetNS: n.NetNS, N3: n.N3, Direction: dir})
 	if err != nil {
 		r.dev.Error = err.Error()
 		return r

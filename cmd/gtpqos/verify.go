@@ -45,7 +45,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if *interval <= 0 {
 		return usagef("--interval must be positive")
 	}
-	be, err := backends.Open(*dev, backends.Options{})
+	be, err := backends.OpenReader(*dev, backends.Options{})
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 )
 
 func TestOpenRefusesUnknownBackendAndDevice(t *testing.T) {
-	if _, err := Open("lo", Options{Backend: "edt"}); err == nil || !strings.Contains(err.Error(), `unknown backend "edt"`) {
-		t.Errorf("unknown backend: %v", err)
+	if _, err := Open("lo", Options{Backend: "nosuch"}); err == nil || err.Error() != `unknown backend "nosuch" (known: `+strings.Join(Names(), ", ")+")" {
+		t.Errorf("unknown backend: %v, want one line listing the known ones", err)
 	}
 	if _, err := Open("gqnosuchdev0", Options{}); err == nil || !strings.Contains(err.Error(), "gqnosuchdev0") {
 		t.Errorf("missing device: %v, want an error naming it", err)
@@ -41,7 +41,7 @@ func TestPlanRendersWithoutDevice(t *testing.T) {
 	if out := up.Render("eth1"); !strings.Contains(out, "stab overhead -14 ") || !strings.Contains(out, "overhead 14 ") {
 		t.Errorf("uplink plan: want overhead 14:\n%s", out)
 	}
-	pol.Backend = "edt"
+	pol.Backend = "nosuch"
 	if _, err := Plan(flows, pol, shaper.Downlink); err == nil {
 		t.Error("plan with an unknown backend: want an error")
 	}
