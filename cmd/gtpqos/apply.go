@@ -61,9 +61,9 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(ff.Flows) == 0 && total > 0 && !*force {
 		return fmt.Errorf("--direction %s selects none of the %d flows in %s: applying would take every class off %s (pass --force to do that, or gtpqos reset)", d, total, *file, *dev)
 	}
-	bo := backends.Options{Backend: ff.Policy.Backend, Force: *force, Classifier: ff.Policy.Classifier, Direction: d}
-	if d == shaper.Uplink && bo.Classifier == shaper.KindGTPU {
-		return usagef("--classifier gtpu on an uplink device needs the N3 device's ingress program: use gtpqos watch (--n3/--n6)")
+	bo := backends.Options{Backend: ff.Policy.Backend, Force: *force, Policy: &ff.Policy, Direction: d}
+	if _, err := backends.Check(ff.Policy, bo); err != nil {
+		return usagef("%v", err)
 	}
 	bo.Writer, bo.LockDir = "apply", *lockDir
 	be, err := backends.Open(*dev, bo)

@@ -56,18 +56,15 @@ func selected(n, total int, dir shaper.Direction, all bool) string {
 	return fmt.Sprintf("%d of %d flows selected (%s)", n, total, dir)
 }
 
-// overridePolicy applies --classifier and --leaf to the file's policy.
+// overridePolicy applies --classifier and --leaf to the file's policy: the
+// backend's knobs of those names (errors name the flag).
 func overridePolicy(ff shaper.FlowsFile, classifier, leaf string) (shaper.FlowsFile, error) {
-	var err error
-	if classifier != "" {
-		if ff.Policy.Classifier, err = shaper.ParseClassifierKind(classifier); err != nil {
-			return ff, usagef("--classifier: %v", err)
+	for _, o := range []struct{ knob, v string }{{"classifier", classifier}, {"leaf", leaf}} {
+		pol, err := backends.Override(ff.Policy, shaper.Knobs{o.knob: o.v})
+		if err != nil {
+			return ff, usagef("--%v", err)
 		}
-	}
-	if leaf != "" {
-		if ff.Policy.Leaf.Kind, err = shaper.ParseLeafKind(leaf); err != nil {
-			return ff, usagef("--leaf: %v", err)
-		}
+		ff.Policy = pol
 	}
 	return ff, nil
 }
@@ -107,7 +104,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "# %s: %d flows, link %s, mode %s, admission %s, classifier %s\n",
-		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, p.Classifier)
+		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, p.Binding)
 	fmt.Fprintf(stdout, "# %s\n", p.Accounting)
 	fmt.Fprint(stdout, p.Render(*dev))
 	for _, pr := range p.Problems {

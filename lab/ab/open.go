@@ -62,14 +62,19 @@ func (u undoList) run() {
 func OpenTarget(ctx context.Context, s Spec, o *Options, h Hooks) (t Target, closeAll func(), err error) {
 	var bo backends.Options
 	if s.Classifier != "" {
-		if bo.Classifier, err = shaper.ParseClassifierKind(s.Classifier); err != nil {
+		if _, err = shaper.ParseClassifierKind(s.Classifier); err != nil {
 			return nil, nil, usagef("--classifier: %v", err)
 		}
+		bo.Knobs = shaper.Knobs{"classifier": s.Classifier}
 	}
 	if s.Leaf != "" {
-		if bo.Leaf, err = shaper.ParseLeafKind(s.Leaf); err != nil {
+		if _, err = shaper.ParseLeafKind(s.Leaf); err != nil {
 			return nil, nil, usagef("--leaf: %v", err)
 		}
+		if bo.Knobs == nil {
+			bo.Knobs = shaper.Knobs{}
+		}
+		bo.Knobs["leaf"] = s.Leaf
 	}
 	var undo undoList
 	defer func() {

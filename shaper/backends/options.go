@@ -17,9 +17,18 @@ type Options struct {
 	NetNS netns.NsHandle
 	// Force lets Apply replace a root qdisc gtpqos did not create.
 	Force bool
-	// Classifier and Leaf override the policy's kinds ("" keeps them).
-	Classifier shaper.ClassifierKind
-	Leaf       shaper.LeafKind
+	// Policy is the policy the backend will enforce, when the caller knows
+	// it at open (apply, watch): the backend sets up for the device's life
+	// what the policy's knobs ask of the kernel (HTB: its classifier). A
+	// later Apply with another policy keeps that set-up.
+	Policy *shaper.Policy
+	// Knobs override the backend's knobs in every policy it applies, for
+	// its life (`gtpqos ab --classifier`): keys and values as the policy
+	// file's section for the backend gives them, read by the backend.
+	Knobs shaper.Knobs
+	// Marks says whether the device's packets carry their flow's mark,
+	// when the caller knows (watch: from gtp5g's features).
+	Marks Marks
 	// Incremental makes Apply trust its last write between Resyncs (the
 	// watch daemon).
 	Incremental bool
@@ -47,3 +56,20 @@ type Options struct {
 	WriterRole string
 	LockDir    string
 }
+
+// Marks says whether packets reach the device marked with their flow's
+// mark.
+type Marks uint8
+
+const (
+	// MarksAsPolicy leaves it to the policy's knobs (apply, plan: the
+	// operator's choice).
+	MarksAsPolicy Marks = iota
+	// Marked: gtp5g marks every packet (the gtpqos patch); a policy whose
+	// backend would not classify by mark is refused (Check).
+	Marked
+	// Unmarked: packets carry no mark (stock gtp5g); the backend finds each
+	// packet's flow from the packet itself (HTB: TEID and QFI from the
+	// GTP-U header, with the classifier objects in Shared).
+	Unmarked
+)

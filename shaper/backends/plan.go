@@ -8,8 +8,9 @@ import (
 type Planned struct {
 	// Problems are the plan's problems.
 	Problems []shaper.Problem
-	// Classifier is the classifier kind the plan is for.
-	Classifier shaper.ClassifierKind
+	// Binding names what binds the plan's packets to their classes (HTB:
+	// the classifier kind).
+	Binding string
 	// Accounting says which bytes the classes count, one line (with the
 	// overhead a device-less plan assumes).
 	Accounting string

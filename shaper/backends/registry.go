@@ -19,6 +19,14 @@ type backend struct {
 	open func(d Device, o Options) (shaper.Backend, error)
 	// plan plans flows under pol (its overhead fixed) for dir's device.
 	plan func(flows []shaper.Flow, pol shaper.Policy, dir shaper.Direction, why string) (Planned, error)
+	// check says how the backend opened with o would find each packet's
+	// flow under pol, or why it cannot enforce pol so (Check).
+	check func(pol shaper.Policy, o Options) (string, error)
+	// override returns pol with its knobs for this backend set from k.
+	override func(pol shaper.Policy, k shaper.Knobs) (shaper.Policy, error)
+	// keep returns next with the knobs of running that say how packets are
+	// bound to classes (KeepBinding).
+	keep func(running, next shaper.Policy) shaper.Policy
 }
 
 // registry holds the registered backends by name; filled by the init

@@ -28,7 +28,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: shaper.LeafSpec{Kind: shaper.LeafFIFO},
+	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: LeafSpec{Kind: shaper.LeafFIFO},
 		Accounting: shaper.AccountFrame}
 	if st.stab != nil {
 		t.Accounting, t.Overhead = shaper.AccountPacket, uint32(max(-st.stab.Overhead, 0))
@@ -41,7 +41,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	}
 	for m, h := range hs.all() {
 		c := Class{Minor: m, Rate: h.rate * 8, Ceil: h.ceil * 8, Quantum: h.quantum, Prio: h.prio,
-			Burst: shaper.BufferBytes(h.rate*8, h.buffer), CBurst: shaper.BufferBytes(h.ceil*8, h.cbuffer), Overhead: uint32(h.over.rate)}
+			Burst: BufferBytes(h.rate*8, h.buffer), CBurst: BufferBytes(h.ceil*8, h.cbuffer), Overhead: uint32(h.over.rate)}
 		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == OwnedMajor {
 			c.Parent = pmin
 		}

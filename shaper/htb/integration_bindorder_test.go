@@ -59,7 +59,7 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 			l := newLab(t)
 			bc := &bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}
 			rec := l.rec(WithClassifier(bc), WithIncremental(incremental), WithLeaf(shaper.LeafFIFO))
-			pol := shaper.DefaultPolicy(100 * mbit)
+			pol := DefaultPolicy(100 * mbit)
 			sess := []shaper.Flow{
 				{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x21, SessionAMBR: 5 * mbit},
 				{ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x22, SessionAMBR: 5 * mbit},

@@ -18,7 +18,7 @@ import (
 // other classifier, which must remove the first.
 func TestIntegrationClassifiers(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	// Create the root once so probes have a qdisc to work on.
 	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
 	env := l.classifierEnv(t)
@@ -65,7 +65,7 @@ func TestIntegrationClassifiers(t *testing.T) {
 // kernel has fq_codel.
 func TestIntegrationLeaves(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	res := mustReconcile(t, l.rec(), tree)
 	if res.LeafKind == shaper.LeafFIFO {
 		if !strings.Contains(res.String(), "fq_codel not available") {
@@ -102,7 +102,7 @@ func TestIntegrationLeaves(t *testing.T) {
 func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 	l := newLab(t)
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	bad := *tree
 	bad.Classifier = "fww"
 	for name, run := range map[string]func() error{
@@ -134,7 +134,7 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 // replaces it with the masking one instead of adopting it.
 func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16})
@@ -193,7 +193,7 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 // re-creates the chain with MarkMask, so bits 24-31 are ignored.
 func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	if err := classify.NewFw().Probe(context.Background(), env); err != nil {

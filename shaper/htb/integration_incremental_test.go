@@ -16,7 +16,7 @@ import (
 func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	t1 := mustPlan(t, seedFlows(), pol, nil)
 	if res := mustReconcile(t, rec, t1); res.Incremental || !res.CreatedRoot {
 		t.Fatalf("first run: %s (incremental %v); want a full run creating the root", res.Summary(), res.Incremental)
@@ -76,7 +76,7 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
@@ -126,7 +126,7 @@ func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	mk := func(ambr uint64, qers ...uint32) []shaper.Flow {
 		var out []shaper.Flow
 		for _, q := range qers {
@@ -194,7 +194,7 @@ func TestIntegrationIncrementalTreeGoneFails(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
 	flows := seedFlows()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	tree := mustPlan(t, flows, pol, nil)
 	mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)

@@ -60,7 +60,7 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 		t.Fatalf("the Debian VM kernel must have cls_fw and fq_codel (tc: fw %v, fq_codel %v)", hasFw, hasFQ)
 	}
 	ctx := context.Background()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	for _, tc := range []struct {
 		name    string
 		opts    Options
@@ -78,14 +78,14 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 				l.ns.Try("tc", "qdisc", "del", "dev", l.dev, "root")
 				if start == "gtpqos tree" {
 					auto := l.open(Options{Leaf: shaper.LeafFIFO, Classifier: shaper.KindBPF})
-					if _, err := auto.Apply(ctx, seedFlows()[:2], pol, shaper.ApplyOptions{Strict: true}); err != nil {
+					if _, err := auto.Apply(ctx, seedFlows()[:2], pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 						t.Fatal(err)
 					}
 				}
 				before := l.dump(t)
 				be := l.open(tc.opts)
-				perr := be.Precheck(ctx, pol)
-				rep, err := be.Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true})
+				perr := be.Precheck(ctx, pol.Shaper())
+				rep, err := be.Apply(ctx, seedFlows(), pol.Shaper(), shaper.ApplyOptions{Strict: true})
 				if !tc.has {
 					for what, e := range map[string]error{"Apply": err, "Precheck": perr} {
 						if e == nil || !strings.Contains(e.Error(), tc.feature) || !strings.Contains(e.Error(), l.dev) || strings.Contains(e.Error(), "\n") {

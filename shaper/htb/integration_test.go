@@ -144,7 +144,7 @@ func (l *lab) tcClasses(t testing.TB) []string {
 	return lines
 }
 
-func mustPlan(t testing.TB, flows []shaper.Flow, pol shaper.Policy, prev *Tree) *Tree {
+func mustPlan(t testing.TB, flows []shaper.Flow, pol Policy, prev *Tree) *Tree {
 	t.Helper()
 	tree, probs := Plan(flows, pol, prev)
 	if p, bad := shaper.FirstError(probs); bad {
@@ -187,7 +187,7 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	before := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev)
 	ctx := context.Background()
 	rec := l.rec()
-	aware := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	aware := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 
 	res := mustReconcile(t, rec, aware)
 	t.Logf("first apply: %s", res)
@@ -228,7 +228,7 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	}
 
 	// Switch to static: the three classes change in place.
-	spol := shaper.DefaultPolicy(30 * mbit)
+	spol := DefaultPolicy(30 * mbit)
 	spol.Mode = shaper.Static
 	prev, err := rec.Actual(ctx)
 	if err != nil {
@@ -270,7 +270,7 @@ func TestIntegrationForeignRoot(t *testing.T) {
 	l := newLab(t)
 	l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "1:", "htb", "default", "3")
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	_, err := l.rec().Reconcile(context.Background(), tree)
 	if !errors.Is(err, shaper.ErrNotOwned) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), l.dev) {
 		t.Fatalf("reconcile over a foreign root: %v; want shaper.ErrNotOwned naming the device and --force", err)
@@ -297,7 +297,7 @@ func TestIntegrationForeignRoot(t *testing.T) {
 func TestIntegrationDriftRepair(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
@@ -339,7 +339,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 func TestIntegrationFlowsComeAndGo(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	mk := func(qers ...uint32) []shaper.Flow {
 		var out []shaper.Flow
 		for _, q := range qers {
@@ -435,13 +435,13 @@ func TestIntegrationRoleChange(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
 	sess := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31, SessionAMBR: 5 * mbit}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32, SessionAMBR: 5 * mbit}}
-	t1 := mustPlan(t, sess, shaper.DefaultPolicy(100*mbit), nil)
+	t1 := mustPlan(t, sess, DefaultPolicy(100*mbit), nil)
 	mustReconcile(t, rec, t1)
 	if c, _ := t1.Find(0x10); c.Role != shaper.RoleSession {
 		t.Fatalf("class 10 is %s, want the session", c.Role)
 	}
 	flat := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32}}
-	t2 := mustPlan(t, flat, shaper.DefaultPolicy(100*mbit), nil) // no previous tree: 10 and 11 are flows now
+	t2 := mustPlan(t, flat, DefaultPolicy(100*mbit), nil) // no previous tree: 10 and 11 are flows now
 	res := mustReconcile(t, rec, t2)
 	t.Log(res.Summary())
 	l.matches(t, rec, t2)
@@ -458,7 +458,7 @@ func TestIntegrationRoleChange(t *testing.T) {
 func TestIntegrationCreateRollback(t *testing.T) {
 	l := newLab(t)
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	for i := range tree.Classes {
 		if tree.Classes[i].Role == shaper.RoleDefault {
 			tree.Classes[i].Rate, tree.Classes[i].Ceil = 0, 0 // HTB refuses a zero rate

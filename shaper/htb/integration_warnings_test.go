@@ -18,7 +18,7 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 	l := newLab(t)
 	flows := append(seedFlows(), shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: 9}, Name: "D", QFI: 5, Direction: shaper.Downlink, GBR: 2 * mbit, TEID: 0x77})
 	be := l.open(Options{Leaf: shaper.LeafFIFO})
-	rep, err := be.Apply(context.Background(), flows, shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	rep, err := be.Apply(context.Background(), flows, DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 		t.Errorf("flow D lost its class: %v", rep.Classes)
 	}
 	// The GTP-U classifier binds by TEID: D has one, A/B/C do not.
-	tree := mustPlan(t, flows, shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, flows, DefaultPolicy(30*mbit), nil)
 	tree.Classifier = shaper.KindGTPU
 	ps := UnreachableProblems(tree, gtpu.New(gtpu.Options{}).Downlink())
 	if len(ps) != 3 || ps[0].Field != "teid" || !strings.Contains(ps[0].Detail, "classifier gtpu binds by teid") {
@@ -54,12 +54,12 @@ func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 	ctx := context.Background()
 	be := l.open(Options{Leaf: shaper.LeafFIFO, Incremental: true})
 	defer be.Close()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	pol.Pool = 0
 	unmarked := func(seid uint64, name string) shaper.Flow {
 		return shaper.Flow{ID: shaper.FlowID{SEID: seid, QERID: 9}, Name: name, QFI: 5, Direction: shaper.Downlink, GBR: 1 * mbit}
 	}
-	if _, err := be.Apply(ctx, append(seedFlows(), unmarked(1, "D")), pol, shaper.ApplyOptions{Strict: true}); err != nil {
+	if _, err := be.Apply(ctx, append(seedFlows(), unmarked(1, "D")), pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 		t.Fatal(err)
 	}
 	warned := func(rep shaper.Report) []string {
@@ -83,7 +83,7 @@ func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 		{"the flow gets its mark", map[uint64][]shaper.Flow{7: {marked}}, "flow D (seid=1 qer=9)"},
 		{"the unmarked flow leaves", map[uint64][]shaper.Flow{1: seedFlows()}, ""},
 	} {
-		rep, err := be.Update(ctx, st.changes, pol)
+		rep, err := be.Update(ctx, st.changes, pol.Shaper())
 		if err != nil {
 			t.Fatalf("%s: %v", st.what, err)
 		}
@@ -100,7 +100,7 @@ func TestIntegrationDeviceDownWarned(t *testing.T) {
 	l := newLab(t)
 	l.ns.Run(t, "ip", "link", "set", l.dev, "down")
 	be := l.open(Options{Leaf: shaper.LeafFIFO})
-	rep, err := be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	rep, err := be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatalf("apply to a down device: %v; want it installed", err)
 	}
@@ -120,12 +120,12 @@ func TestIntegrationDeviceDownWarned(t *testing.T) {
 	// The peer down: the device is up but has no carrier.
 	l.ns.Run(t, "ip", "link", "set", l.dev, "up")
 	l.ns.Run(t, "ip", "link", "set", "gqb0", "down")
-	rep, err = be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	rep, err = be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Detail, "no carrier") {
 		t.Errorf("apply without carrier: %v, problems %v; want one no-carrier warning", err, rep.Problems)
 	}
 	l.ns.Run(t, "ip", "link", "set", "gqb0", "up")
-	if rep, _ := be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true}); len(rep.Problems) != 0 {
+	if rep, _ := be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true}); len(rep.Problems) != 0 {
 		t.Errorf("device up: problems %v, want none", rep.Problems)
 	}
 }

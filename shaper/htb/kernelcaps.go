@@ -141,7 +141,11 @@ func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf shaper.LeafKin
 func (b *Backend) Precheck(ctx context.Context, pol shaper.Policy) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p := b.policy(pol)
+	p, err := PolicyOf(pol)
+	if err != nil {
+		return fmt.Errorf("dev %s: %w", b.dev, err)
+	}
+	p = b.policy(p)
 	kind := b.rec.requestedKind(p.Classifier)
 	if err := b.rec.checkKernel(kind, b.rec.requestedLeaf(p.Leaf.Kind)); err != nil {
 		return err

@@ -26,7 +26,7 @@ type leaf interface {
 	inPlace(t *Tree, minor uint16, q netlink.Qdisc) bool
 	// read returns the leaf spec a qdisc read from the kernel stands for,
 	// or false if q is not of this kind.
-	read(q netlink.Qdisc) (shaper.LeafSpec, bool)
+	read(q netlink.Qdisc) (LeafSpec, bool)
 	// render is the tc command that creates it ("" for none).
 	render(dev string, t *Tree, minor uint16) string
 }
@@ -94,12 +94,12 @@ func (fqCodelLeaf) inPlace(t *Tree, minor uint16, q netlink.Qdisc) bool {
 	return fq.Flows == fqCodelFlows && fq.CEThreshold == 0 && nearUs(fq.Target, target)
 }
 
-func (fqCodelLeaf) read(q netlink.Qdisc) (shaper.LeafSpec, bool) {
+func (fqCodelLeaf) read(q netlink.Qdisc) (LeafSpec, bool) {
 	fq, ok := q.(*netlink.FqCodel)
 	if !ok {
-		return shaper.LeafSpec{}, false
+		return LeafSpec{}, false
 	}
-	return shaper.LeafSpec{Kind: shaper.LeafFQCodel, Limit: fq.Limit, TargetUs: roundUs(fq.Target), IntervalUs: roundUs(fq.Interval)}, true
+	return LeafSpec{Kind: shaper.LeafFQCodel, Limit: fq.Limit, TargetUs: roundUs(fq.Target), IntervalUs: roundUs(fq.Interval)}, true
 }
 
 func (fqCodelLeaf) render(dev string, t *Tree, minor uint16) string {
@@ -125,8 +125,8 @@ func (fifoLeaf) matches(_ netlink.Link, _ *Tree, _ uint16, q netlink.Qdisc) bool
 
 func (fifoLeaf) inPlace(*Tree, uint16, netlink.Qdisc) bool { return true }
 
-func (fifoLeaf) read(q netlink.Qdisc) (shaper.LeafSpec, bool) {
-	return shaper.LeafSpec{Kind: shaper.LeafFIFO}, q == nil || q.Type() == "pfifo"
+func (fifoLeaf) read(q netlink.Qdisc) (LeafSpec, bool) {
+	return LeafSpec{Kind: shaper.LeafFIFO}, q == nil || q.Type() == "pfifo"
 }
 
 func (fifoLeaf) render(string, *Tree, uint16) string { return "" }
@@ -237,13 +237,13 @@ func asKernel(t *Tree, q netlink.Qdisc) netlink.Qdisc {
 
 // readLeaf returns the leaf spec of the qdisc q found under a leaf class
 // (FIFO when none of the known kinds matches).
-func readLeaf(q netlink.Qdisc) shaper.LeafSpec {
+func readLeaf(q netlink.Qdisc) LeafSpec {
 	for _, k := range []shaper.LeafKind{shaper.LeafFQCodel, shaper.LeafFIFO} {
 		if spec, ok := leaves[k].read(q); ok {
 			return spec
 		}
 	}
-	return shaper.LeafSpec{Kind: shaper.LeafFIFO}
+	return LeafSpec{Kind: shaper.LeafFIFO}
 }
 
 // nearUs compares microsecond values as fq_codel reports them: it keeps

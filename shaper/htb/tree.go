@@ -86,7 +86,7 @@ type Tree struct {
 	// LinkRate is the link class's rate in bit/s.
 	LinkRate uint64
 	// Leaf is the qdisc under each leaf class (flows and default).
-	Leaf shaper.LeafSpec
+	Leaf LeafSpec
 	// Classifier is the classifier kind the tree is meant for.
 	Classifier shaper.ClassifierKind
 	// Accounting is the bytes the classes count. Under packet accounting

@@ -71,7 +71,7 @@ type shaped struct {
 // skips when the kernel refuses the BPF program.
 func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped {
 	t.Helper()
-	pol := shaper.DefaultPolicy(uint64(linkRate * l.Scale()))
+	pol := htb.DefaultPolicy(uint64(linkRate * l.Scale()))
 	pol.Classifier = shaper.KindGTPU
 	tree, problems := htb.Plan(flows, pol, nil)
 	for _, p := range problems {

@@ -104,11 +104,11 @@ func TestStockSDFGuest(t *testing.T) {
 	}
 	dl := shaper.FilterDirection(flows, shaper.Downlink)
 
-	pol := shaper.DefaultPolicy(uint64(link))
+	pol := htb.DefaultPolicy(uint64(link))
 	pol.Classifier = shaper.KindGTPU
 	pol.NonGBRMin = uint64(float64(shaper.DefaultNonGBRMin) * link / linkRate)
 	pol.DefaultRate = pol.NonGBRMin
-	pol.Quantum, pol.Burst, pol.CBurst = shaper.DefaultMaxFrame, shaper.DefaultMaxFrame*4, shaper.DefaultMaxFrame*4
+	pol.Quantum, pol.Burst, pol.CBurst = htb.DefaultMaxFrame, htb.DefaultMaxFrame*4, htb.DefaultMaxFrame*4
 	tree, tprobs := htb.Plan(dl, pol, nil)
 	if tree == nil {
 		t.Fatalf("plan: %v", tprobs)
