@@ -40,8 +40,9 @@ type Device struct {
 	// frame) or "frame".
 	Accounting string `json:"accounting,omitempty"`
 	Overhead   uint32 `json:"overhead,omitempty"`
-	// GTPU lists the gtpqos clsact programs attached to the device.
-	GTPU []shaper.Attachment `json:"gtpu,omitempty"`
+	// Attachments lists the gtpqos clsact programs attached to the device
+	// (the stock-gtp5g classifier; "gtpu" in JSON, as before).
+	Attachments []shaper.Attachment `json:"gtpu,omitempty"`
 	// Error is why the device could not be read (empty if it could).
 	Error string `json:"error,omitempty"`
 }
@@ -169,7 +170,7 @@ func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.D
 		r.dev.Error = err.Error()
 		return r
 	}
-	r.in, r.dev.GTPU = in, in.Attachments
+	r.in, r.dev.Attachments = in, in.Attachments
 	for _, a := range in.Attachments {
 		if a.Hook == "egress" {
 			r.dev.Mode = ModeName(shaper.KindGTPU)

@@ -15,7 +15,7 @@ import (
 func init() {
 	register(command{
 		name:    "plan",
-		summary: "print the HTB tree for a flows file as tc commands, plus problems (changes nothing)",
+		summary: "print the tree for a flows file as the commands an operator would type, plus problems (changes nothing)",
 		run:     runPlan,
 	})
 }
@@ -74,11 +74,11 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	file := fs.String("f", "", "flows file (YAML)")
 	dev := fs.String("dev", "", "device name to show in the commands (default DEV)")
-	cls := fs.String("classifier", "", "classifier: auto, fw or bpf (default: the file's policy)")
+	cls := fs.String("classifier", "", "classifier: "+backends.Choices("classifier")+" (default: the file's policy)")
 	dir := fs.String("direction", "all", "flows to include: all, downlink or uplink")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos plan -f flows.yaml [--dev IF] [--classifier auto|fw|bpf] [--direction all|downlink|uplink]")
+			fmt.Fprintln(stdout, "usage: gtpqos plan -f flows.yaml [--dev IF] [--classifier KIND] [--direction all|downlink|uplink]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil

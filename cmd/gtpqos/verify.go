@@ -24,7 +24,7 @@ func init() {
 func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	dev := fs.String("dev", "", "device with a gtpqos HTB tree")
+	dev := fs.String("dev", "", "device with a gtpqos tree")
 	interval := fs.Duration("interval", 2*time.Second, "time between the two counter readings")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

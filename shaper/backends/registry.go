@@ -27,6 +27,9 @@ type backend struct {
 	// keep returns next with the knobs of running that say how packets are
 	// bound to classes (KeepBinding).
 	keep func(running, next shaper.Policy) shaper.Policy
+	// choices are the values of the knobs that pick a kind, by knob, in a
+	// few words (Choices).
+	choices map[string]string
 }
 
 // registry holds the registered backends by name; filled by the init
