@@ -25,7 +25,8 @@ type Counters struct {
 // FlowCounters are one flow class's counters with what names the class.
 type FlowCounters struct {
 	Flow FlowID
-	// Class is the class id (major<<16 | minor).
+	// Class is the class's numeric id, the backend's own (HTB: major<<16 |
+	// minor).
 	Class uint32
 	// QFI is the flow's QoS Flow Identifier.
 	QFI uint8
@@ -34,7 +35,8 @@ type FlowCounters struct {
 
 // ClassState is one class as a plan or the kernel has it.
 type ClassState struct {
-	// Handle is the class id as tc writes it ("6771:10").
+	// Handle is the class's id as its backend writes it, opaque here (HTB:
+	// tc's "6771:10").
 	Handle string
 	// Parent is the parent class's handle ("" under the root).
 	Parent string
@@ -60,10 +62,11 @@ type Inspection struct {
 	// Dev and Backend name the device and the backend.
 	Dev, Backend string
 	// Owned is true when the device holds this backend's tree; Root is
-	// the tree's root as tc writes it ("6771:").
+	// the tree's root as the backend writes it (HTB: tc's "6771:").
 	Owned bool
 	Root  string
-	// Classifier and Leaf are the classifier and leaf kinds in use.
+	// Classifier and Leaf are the classifier and leaf kinds in use (empty
+	// for a backend without them).
 	Classifier ClassifierKind
 	Leaf       LeafKind
 	// Accounting is the bytes the classes count, as the kernel's tree says

@@ -65,7 +65,8 @@ type Change struct {
 	Op string
 	// Object is what was written: "qdisc", "class", or a classifier kind.
 	Object string
-	// Class is the class handle ("6771:10"), when the object has one.
+	// Class is the class's handle (ClassState.Handle), when the object has
+	// one.
 	Class string
 	// Role is the class's role (flow, session, ...).
 	Role Role

@@ -1,6 +1,10 @@
 package backends
 
-import "github.com/free5gc/gtpqos/shaper"
+import (
+	"fmt"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
 
 // Check checks, before anything is opened or written, that the backend
 // o names can enforce pol as o would open it (a policy whose classifier
@@ -13,7 +17,7 @@ func Check(pol shaper.Policy, o Options) (binding string, err error) {
 		name = pol.Backend
 	}
 	b, err := lookup(name)
-	if err != nil {
+	if err != nil || b.check == nil {
 		return "", err
 	}
 	return b.check(pol, o)
@@ -25,7 +29,7 @@ func Check(pol shaper.Policy, o Options) (binding string, err error) {
 // must name the same backend; if they do not, next is returned as is.
 func KeepBinding(running, next shaper.Policy) shaper.Policy {
 	b, err := lookup(next.Backend)
-	if err != nil || running.Backend != next.Backend {
+	if err != nil || running.Backend != next.Backend || b.keep == nil {
 		return next
 	}
 	return b.keep(running, next)
@@ -47,6 +51,9 @@ func Override(pol shaper.Policy, k shaper.Knobs) (shaper.Policy, error) {
 	}
 	if len(set) == 0 {
 		return pol, nil
+	}
+	if b.override == nil {
+		return pol, fmt.Errorf("backend %s has no knobs to set (%s)", b.name, shaper.KnobSet{}.With(b.name, set))
 	}
 	return b.override(pol, set)
 }

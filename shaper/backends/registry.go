@@ -12,7 +12,8 @@ import (
 const Default = "htb"
 
 // backend is what a backend registers: how to open it on a device and how
-// to plan for it without one.
+// to plan for it without one (both required); check, override, keep and
+// choices may be left out by a backend that has nothing to say there.
 type backend struct {
 	name string
 	// open returns the backend for d.Name, working through d.Handle.
