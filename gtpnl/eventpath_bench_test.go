@@ -218,7 +218,7 @@ func newEPLab(b *testing.B, c epCase) *epLab {
 	l.cleanup = append(l.cleanup, h.Close)
 	hp := htb.DefaultPolicy(100e9)
 	hp.NonGBRMin, hp.Pool = 1e6, c.pool
-	hp.Leaf.Kind = shaper.LeafFIFO // the host kernel has no fq_codel
+	hp.Leaf.Kind = htb.LeafFIFO // the host kernel has no fq_codel
 	pol := hp.Shaper()
 	be, err := backends.Open(dev, backends.Options{NetNS: ns.Handle, Incremental: true, N3: dev, OnPool: l.obs.pool})
 	if err != nil {

@@ -65,10 +65,10 @@ type Inspection struct {
 	// the tree's root as the backend writes it (HTB: tc's "6771:").
 	Owned bool
 	Root  string
-	// Classifier and Leaf are the classifier and leaf kinds in use (empty
-	// for a backend without them).
+	// Classifier and Leaf are the classifier and leaf qdisc kinds in use,
+	// the backend's own names (empty for a backend without them).
 	Classifier ClassifierKind
-	Leaf       LeafKind
+	Leaf       string
 	// Accounting is the bytes the classes count, as the kernel's tree says
 	// (a size table on the root: packet); Overhead the bytes of each frame
 	// they leave out (packet accounting). Class counters count the same

@@ -115,30 +115,6 @@ func ParseClassifierKind(s string) (ClassifierKind, error) {
 	return "", fmt.Errorf("unknown classifier %q (want auto, fw, bpf or gtpu)", s)
 }
 
-// LeafKind names the qdisc under each leaf class.
-type LeafKind string
-
-const (
-	// LeafAuto uses fq_codel where the kernel has it, else FIFO.
-	LeafAuto LeafKind = "auto"
-	// LeafFQCodel is fq_codel with LeafSpec's limit/target/interval.
-	LeafFQCodel LeafKind = "fq_codel"
-	// LeafFIFO is HTB's built-in leaf: a pfifo whose limit is the device's
-	// txqueuelen. gtpqos creates no qdisc object for it.
-	LeafFIFO LeafKind = "fifo"
-)
-
-// ParseLeafKind parses "auto", "fq_codel" or "fifo".
-func ParseLeafKind(s string) (LeafKind, error) {
-	switch LeafKind(s) {
-	case "", LeafAuto:
-		return LeafAuto, nil
-	case LeafFQCodel, LeafFIFO:
-		return LeafKind(s), nil
-	}
-	return "", fmt.Errorf("unknown leaf qdisc %q (want auto, fq_codel or fifo)", s)
-}
-
 // Policy holds everything besides the flows that shapes the plan: the
 // contract-level settings every backend honours, and each backend's own
 // knobs (BackendKnobs), which only that backend reads.

@@ -25,7 +25,7 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatalf("example policies: %v", err)
 	}
 	want := htb.DefaultPolicy(1e9)
-	want.Leaf.Kind = shaper.LeafAuto
+	want.Leaf.Kind = htb.LeafAuto
 	hdl := htbPolicy(t, dl)
 	if dl.LinkRate != 1e9 || ul.LinkRate != 1e9 || dl.NonGBRMin != want.NonGBRMin || hdl.Burst != want.Burst ||
 		hdl.Quantum != want.Quantum || dl.Admission != shaper.Refuse || dl.Mode != shaper.Aware {

@@ -49,7 +49,7 @@ func newHTBLab(t testing.TB, link uint64) *htbLab {
 	}
 	t.Cleanup(h.Close)
 	pol := htb.DefaultPolicy(link)
-	pol.Leaf.Kind = shaper.LeafFIFO // the host kernel has no fq_codel
+	pol.Leaf.Kind = htb.LeafFIFO // the host kernel has no fq_codel
 	return &htbLab{ns: ns, dev: dev, h: h, pol: pol, peer: peer}
 }
 

@@ -68,8 +68,9 @@ func OpenTarget(ctx context.Context, s Spec, o *Options, h Hooks) (t Target, clo
 		bo.Knobs = shaper.Knobs{"classifier": s.Classifier}
 	}
 	if s.Leaf != "" {
-		if _, err = shaper.ParseLeafKind(s.Leaf); err != nil {
-			return nil, nil, usagef("--leaf: %v", err)
+		// The backend reads its leaf knob: ask it whether this one is.
+		if _, err = backends.Override(shaper.DefaultPolicy(1), shaper.Knobs{"leaf": s.Leaf}); err != nil {
+			return nil, nil, usagef("--%v", err)
 		}
 		if bo.Knobs == nil {
 			bo.Knobs = shaper.Knobs{}

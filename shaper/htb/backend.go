@@ -30,7 +30,7 @@ type Options struct {
 	// gtpu's views); its kind overrides the policy's.
 	Custom classify.Classifier
 	// Leaf overrides the policy's leaf kind ("" keeps it).
-	Leaf shaper.LeafKind
+	Leaf LeafKind
 	// Incremental makes Apply trust its last successful write between
 	// Resyncs (see Reconciler.Reconcile).
 	Incremental bool

@@ -52,7 +52,7 @@ func CheckPolicy(pol Policy) (out Policy, ps []shaper.Problem, ok bool) {
 func (p *problems) checkKinds(pol *Policy) bool {
 	ok := true
 	if pol.Leaf.Kind == "" {
-		pol.Leaf.Kind = shaper.LeafAuto
+		pol.Leaf.Kind = LeafAuto
 	}
 	if pol.Leaf.TargetUs != 0 && pol.Leaf.TargetUs != 5000 {
 		p.report(shaper.Error, shaper.BadPolicy, nil, "leaf.target", "fq_codel target %dus unsupported (only the kernel default 5ms)", pol.Leaf.TargetUs)

@@ -28,7 +28,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: LeafSpec{Kind: shaper.LeafFIFO},
+	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: LeafSpec{Kind: LeafFIFO},
 		Accounting: shaper.AccountFrame}
 	if st.stab != nil {
 		t.Accounting, t.Overhead = shaper.AccountPacket, uint32(max(-st.stab.Overhead, 0))

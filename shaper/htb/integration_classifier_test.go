@@ -67,7 +67,7 @@ func TestIntegrationLeaves(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	res := mustReconcile(t, l.rec(), tree)
-	if res.LeafKind == shaper.LeafFIFO {
+	if res.LeafKind == LeafFIFO {
 		if !strings.Contains(res.String(), "fq_codel not available") {
 			t.Errorf("FIFO fallback not reported: %s", res)
 		}
@@ -80,14 +80,14 @@ func TestIntegrationLeaves(t *testing.T) {
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Count(q, "fq_codel") != 4 || !strings.Contains(q, "limit 1000p") {
 		t.Errorf("want 4 fq_codel leaves with limit 1000:\n%s", q)
 	}
-	res = mustReconcile(t, l.rec(WithLeaf(shaper.LeafFIFO)), tree)
+	res = mustReconcile(t, l.rec(WithLeaf(LeafFIFO)), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("to FIFO: %s; want 4 leaves replaced", res.Summary())
 	}
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Contains(q, "fq_codel") {
 		t.Errorf("fq_codel left after switching to FIFO:\n%s", q)
 	}
-	res = mustReconcile(t, l.rec(WithLeaf(shaper.LeafFQCodel)), tree)
+	res = mustReconcile(t, l.rec(WithLeaf(LeafFQCodel)), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("back to fq_codel: %s; want 4 leaves", res.Summary())
 	}

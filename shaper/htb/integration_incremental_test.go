@@ -33,7 +33,7 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 	}
 	res := mustReconcile(t, rec, t2)
 	wantWrites, wantLeaves := 2, 0 // the class and its map entry / filter
-	if res.LeafKind == shaper.LeafFQCodel {
+	if res.LeafKind == LeafFQCodel {
 		wantWrites, wantLeaves = 3, 1
 	}
 	if !res.Incremental || fmt.Sprint(res.Created) != fmt.Sprint([]uint16{c.Minor}) || len(res.Changed) != 0 ||

@@ -410,7 +410,7 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 	// One class, its classifier entry, and its fq_codel leaf where the
 	// kernel has fq_codel (FIFO leaves are HTB's own).
 	wantWrites, wantLeaves := 2, 0
-	if res.LeafKind == shaper.LeafFQCodel {
+	if res.LeafKind == LeafFQCodel {
 		wantWrites, wantLeaves = 3, 1
 	}
 	if len(res.Created) != 1 || len(res.Changed) != 0 || len(res.Deleted) != 0 || res.Classifier.Added != 1 ||

@@ -17,7 +17,7 @@ import (
 func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 	l := newLab(t)
 	flows := append(seedFlows(), shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: 9}, Name: "D", QFI: 5, Direction: shaper.Downlink, GBR: 2 * mbit, TEID: 0x77})
-	be := l.open(Options{Leaf: shaper.LeafFIFO})
+	be := l.open(Options{Leaf: LeafFIFO})
 	rep, err := be.Apply(context.Background(), flows, DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	be := l.open(Options{Leaf: shaper.LeafFIFO, Incremental: true})
+	be := l.open(Options{Leaf: LeafFIFO, Incremental: true})
 	defer be.Close()
 	pol := DefaultPolicy(30 * mbit)
 	pol.Pool = 0
@@ -99,7 +99,7 @@ func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 func TestIntegrationDeviceDownWarned(t *testing.T) {
 	l := newLab(t)
 	l.ns.Run(t, "ip", "link", "set", l.dev, "down")
-	be := l.open(Options{Leaf: shaper.LeafFIFO})
+	be := l.open(Options{Leaf: LeafFIFO})
 	rep, err := be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatalf("apply to a down device: %v; want it installed", err)

@@ -103,8 +103,8 @@ func (r *Reconciler) requestedKind(desired shaper.ClassifierKind) shaper.Classif
 }
 
 // requestedLeaf is the leaf kind a run for desired is asked for.
-func (r *Reconciler) requestedLeaf(desired shaper.LeafKind) shaper.LeafKind {
-	if r.leaf != "" && r.leaf != shaper.LeafAuto {
+func (r *Reconciler) requestedLeaf(desired LeafKind) LeafKind {
+	if r.leaf != "" && r.leaf != LeafAuto {
 		return r.leaf
 	}
 	return desired
@@ -114,8 +114,8 @@ func (r *Reconciler) requestedLeaf(desired shaper.LeafKind) shaper.LeafKind {
 // classifier or leaf qdisc asked for explicitly, naming the missing
 // feature. auto needs no check: it picks what the kernel has (it fails
 // only when neither classifier it can pick works).
-func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf shaper.LeafKind) error {
-	if kind == "" && leaf != shaper.LeafFQCodel {
+func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf LeafKind) error {
+	if kind == "" && leaf != LeafFQCodel {
 		return nil
 	}
 	f := probedFeatures()
@@ -129,7 +129,7 @@ func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf shaper.LeafKin
 		return fmt.Errorf("dev %s: classifier bpf: the kernel refused the cls_bpf program (%v); use classifier fw or auto", r.dev, f.bpf)
 	case kind == shaper.KindAuto && f.fw != nil && f.bpf != nil:
 		return fmt.Errorf("dev %s: classifier auto: this kernel has neither cls_fw (%v) nor a usable cls_bpf (%v)", r.dev, f.fw, f.bpf)
-	case leaf == shaper.LeafFQCodel && f.fqCodel != nil:
+	case leaf == LeafFQCodel && f.fqCodel != nil:
 		return fmt.Errorf("dev %s: leaf fq_codel: this kernel has no fq_codel qdisc (one was refused: %v); use leaf fifo or auto", r.dev, f.fqCodel)
 	}
 	return nil

@@ -47,7 +47,7 @@ type Knobs struct {
 // LeafSpec describes the qdisc under every leaf class (flows and default).
 type LeafSpec struct {
 	// Kind is the qdisc kind (auto resolves in the Reconciler).
-	Kind shaper.LeafKind
+	Kind LeafKind
 	// Limit is fq_codel's packet limit (default 1000, fq_codel's own
 	// default is 10240: a shorter queue keeps a flow's delay bounded at
 	// low rates).
@@ -82,7 +82,7 @@ func DefaultKnobs() Knobs {
 		CBurst:     DefaultBurst,
 		Quantum:    DefaultQuantum,
 		MaxFrame:   DefaultMaxFrame,
-		Leaf:       LeafSpec{Kind: shaper.LeafAuto, Limit: 1000, TargetUs: 5000, IntervalUs: 100000},
+		Leaf:       LeafSpec{Kind: LeafAuto, Limit: 1000, TargetUs: 5000, IntervalUs: 100000},
 		Classifier: shaper.KindAuto,
 		Pool:       DefaultPool,
 	}
@@ -107,7 +107,7 @@ var knobKeys = map[string]func(k *Knobs, v string) error{
 	"leaf_interval": func(k *Knobs, v string) error { return setDuration(&k.Leaf.IntervalUs, v) },
 	"leaf_target":   func(k *Knobs, v string) error { return setDuration(&k.Leaf.TargetUs, v) },
 	"leaf": func(k *Knobs, v string) (err error) {
-		k.Leaf.Kind, err = shaper.ParseLeafKind(v)
+		k.Leaf.Kind, err = ParseLeafKind(v)
 		return err
 	},
 	"classifier": func(k *Knobs, v string) (err error) {

@@ -32,8 +32,8 @@ type Reconciler struct {
 	// empty); cls is the classifier in use once chosen.
 	kind       shaper.ClassifierKind
 	cls        classify.Classifier
-	leaf       shaper.LeafKind
-	leafAuto   shaper.LeafKind
+	leaf       LeafKind
+	leafAuto   LeafKind
 	autoKind   shaper.ClassifierKind
 	writes     int
 	classCache map[shaper.ClassifierKind]classify.Classifier
@@ -74,7 +74,7 @@ func WithClassifier(c classify.Classifier) Option {
 }
 
 // WithLeaf forces a leaf qdisc kind instead of the desired tree's.
-func WithLeaf(k shaper.LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
+func WithLeaf(k LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
 
 // WithIncremental turns incremental mode on (see Reconcile): after a
 // successful Reconcile the Reconciler remembers the tree it made true, and

@@ -107,7 +107,7 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 		return nil, err
 	}
 	in.Owned, in.Root = true, fmt.Sprintf("%x:", t.Major)
-	in.Classifier, in.Leaf, in.Default = t.Classifier, t.Leaf.Kind, t.Handle(t.DefaultMinor)
+	in.Classifier, in.Leaf, in.Default = t.Classifier, string(t.Leaf.Kind), t.Handle(t.DefaultMinor)
 	in.Accounting, in.Overhead = t.Accounting, t.Overhead
 	ids := make(map[uint32]bool, len(t.Classes))
 	for _, c := range t.Classes {

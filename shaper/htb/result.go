@@ -27,7 +27,7 @@ type Result struct {
 	// ClassifierKind is the classifier in use (after auto-detection).
 	ClassifierKind shaper.ClassifierKind
 	// LeafKind is the leaf qdisc in use (after auto-detection).
-	LeafKind shaper.LeafKind
+	LeafKind LeafKind
 	// Writes counts every kernel write (netlink and BPF map), classifier
 	// included. 0 means the device was already in sync.
 	Writes int

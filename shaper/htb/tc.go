@@ -84,8 +84,8 @@ func (t *Tree) stabArgs() string {
 // shown as fq_codel, with a comment on the FIFO fallback.
 func renderLeaf(dev string, t *Tree, minor uint16) string {
 	k := t.Leaf.Kind
-	if k == shaper.LeafAuto || k == "" {
-		return leaves[shaper.LeafFQCodel].render(dev, t, minor) + "  # auto: FIFO (HTB's pfifo) where fq_codel is missing"
+	if k == LeafAuto || k == "" {
+		return leaves[LeafFQCodel].render(dev, t, minor) + "  # auto: FIFO (HTB's pfifo) where fq_codel is missing"
 	}
 	if lf, ok := leaves[k]; ok {
 		return lf.render(dev, t, minor)

@@ -135,7 +135,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 	pol.Burst = uint32(math.Max(float64(htb.DefaultBurst)*scale, htb.DefaultMaxFrame))
 	pol.CBurst = pol.Burst
 	if lk := os.Getenv(leafEnv); lk != "" {
-		k, err := shaper.ParseLeafKind(lk)
+		k, err := htb.ParseLeafKind(lk)
 		if err != nil {
 			t.Fatalf("%s: %v", leafEnv, err)
 		}
