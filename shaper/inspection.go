@@ -67,7 +67,7 @@ type Inspection struct {
 	Root  string
 	// Classifier and Leaf are the classifier and leaf qdisc kinds in use,
 	// the backend's own names (empty for a backend without them).
-	Classifier ClassifierKind
+	Classifier string
 	Leaf       string
 	// Accounting is the bytes the classes count, as the kernel's tree says
 	// (a size table on the root: packet); Overhead the bytes of each frame

@@ -76,45 +76,6 @@ func ParseAdmission(s string) (Admission, error) {
 	return 0, fmt.Errorf("unknown admission %q (want refuse or clamp)", s)
 }
 
-// ClassifierKind names a classifier (package shaper/classify). No other
-// kind than those below is valid.
-type ClassifierKind string
-
-const (
-	// KindAuto picks fw when the kernel accepts a fw filter, else bpf.
-	KindAuto ClassifierKind = "auto"
-	// KindFw classifies by skb->mark with cls_fw filters (one per flow, one
-	// filter priority, so the kernel hashes marks into 256 buckets).
-	KindFw ClassifierKind = "fw"
-	// KindBPF classifies by skb->mark with one cls_bpf direct-action program
-	// and a BPF hash map mark -> class id (O(1), no cls_fw needed).
-	KindBPF ClassifierKind = "bpf"
-	// KindGTPU classifies stock gtp5g's packets by (TEID, QFI) from the
-	// GTP-U header (package shaper/classify/gtpu).
-	KindGTPU ClassifierKind = "gtpu"
-)
-
-// Known reports whether k is a classifier kind gtpqos has (auto, fw, bpf or
-// gtpu). The empty kind counts as auto.
-func (k ClassifierKind) Known() bool {
-	switch k {
-	case "", KindAuto, KindFw, KindBPF, KindGTPU:
-		return true
-	}
-	return false
-}
-
-// ParseClassifierKind parses "auto", "fw", "bpf" or "gtpu" ("" is auto).
-func ParseClassifierKind(s string) (ClassifierKind, error) {
-	if s == "" {
-		return KindAuto, nil
-	}
-	if k := ClassifierKind(s); k.Known() {
-		return k, nil
-	}
-	return "", fmt.Errorf("unknown classifier %q (want auto, fw, bpf or gtpu)", s)
-}
-
 // Policy holds everything besides the flows that shapes the plan: the
 // contract-level settings every backend honours, and each backend's own
 // knobs (BackendKnobs), which only that backend reads.

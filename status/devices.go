@@ -12,6 +12,7 @@ import (
 	"github.com/free5gc/gtpqos/mtu"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/devlock"
 	"github.com/free5gc/gtpqos/watch"
 )
@@ -173,7 +174,7 @@ func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.D
 	r.in, r.dev.Attachments = in, in.Attachments
 	for _, a := range in.Attachments {
 		if a.Hook == "egress" {
-			r.dev.Mode = ModeName(shaper.KindGTPU)
+			r.dev.Mode = ModeName(classify.KindGTPU)
 		}
 	}
 	if !in.Owned {
@@ -182,7 +183,7 @@ func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.D
 	r.dev.Tree, r.dev.Root, r.dev.FlowClasses = true, in.Root, len(in.FlowClasses())
 	r.dev.Accounting, r.dev.Overhead = in.Accounting.String(), in.Overhead
 	if in.Classifier != "" {
-		r.dev.Mode = ModeName(in.Classifier)
+		r.dev.Mode = ModeName(classify.Kind(in.Classifier))
 	}
 	r.ix = shaper.NewIndex[shaper.ClassState](len(in.Classes))
 	for _, c := range in.FlowClasses() {
@@ -217,9 +218,9 @@ func (r *reading) classes(flows []shaper.Flow) map[FlowKey]ClassInfo {
 }
 
 // ModeName is the classification mode as status prints it.
-func ModeName(k shaper.ClassifierKind) string {
+func ModeName(k classify.Kind) string {
 	switch k {
-	case shaper.KindFw, shaper.KindBPF:
+	case classify.KindFw, classify.KindBPF:
 		return fmt.Sprintf("mark (%s)", k)
 	case "":
 		return "none"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
@@ -188,7 +189,7 @@ func TestConfigLegacyKeysMapToFlowsFilePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	dl := htbPolicy(t, sdl)
-	if dl.Quantum != 20000 || dl.MaxFrame != 9000 || dl.Burst != 64*1024 || dl.Admission != shaper.Clamp || dl.Classifier != shaper.KindFw {
+	if dl.Quantum != 20000 || dl.MaxFrame != 9000 || dl.Burst != 64*1024 || dl.Admission != shaper.Clamp || dl.Classifier != classify.KindFw {
 		t.Fatalf("legacy config gave %+v", dl)
 	}
 }
@@ -235,10 +236,10 @@ func TestDaemonReloadSetsPoliciesOnNextApply(t *testing.T) {
 	eventually(t, 5*time.Second, "the reloaded policies applied", func() bool {
 		return dl.policy().LinkRate == 50e6 && ul.policy().LinkRate == 20e6
 	})
-	if got := dl.policy(); got.NonGBRMin != 2e6 || got.DefaultRate != 2e6 || htbPolicy(t, got).Classifier != shaper.KindGTPU {
+	if got := dl.policy(); got.NonGBRMin != 2e6 || got.DefaultRate != 2e6 || htbPolicy(t, got).Classifier != classify.KindGTPU {
 		t.Fatalf("after reload: downlink policy %+v; want non_gbr_min 2mbit and classifier gtpu kept", got)
 	}
-	if got := htbPolicy(t, ul.policy()); got.Classifier != shaper.KindGTPU {
+	if got := htbPolicy(t, ul.policy()); got.Classifier != classify.KindGTPU {
 		t.Fatalf("after reload: uplink classifier %s, want gtpu kept", got.Classifier)
 	}
 	if resyncs, _ := dl.counts(); resyncs != 2 {

@@ -29,7 +29,7 @@ func (l *htbLab) stockBackend(t testing.TB) (*htb.Backend, shaper.Policy, *backe
 	gc := backends.NewShared(l.dev)
 	be := l.backend(t, backends.Options{Marks: backends.Unmarked, Shared: gc, Direction: shaper.Downlink})
 	pol := l.pol
-	pol.Classifier = shaper.KindGTPU
+	pol.Classifier = classify.KindGTPU
 	return be, pol.Shaper(), gc, h
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // Hooks tell the caller what building and removing a target did, for it
@@ -62,7 +63,7 @@ func (u undoList) run() {
 func OpenTarget(ctx context.Context, s Spec, o *Options, h Hooks) (t Target, closeAll func(), err error) {
 	var bo backends.Options
 	if s.Classifier != "" {
-		if _, err = shaper.ParseClassifierKind(s.Classifier); err != nil {
+		if _, err = classify.ParseKind(s.Classifier); err != nil {
 			return nil, nil, usagef("--classifier: %v", err)
 		}
 		bo.Knobs = shaper.Knobs{"classifier": s.Classifier}

@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 )
@@ -34,13 +35,13 @@ func htbOptions(o Options) (htb.Options, error) {
 		if err != nil {
 			return ho, err
 		}
-		if k.Classifier != "" && k.Classifier != shaper.KindAuto { // auto: the policy's
+		if k.Classifier != "" && k.Classifier != classify.KindAuto { // auto: the policy's
 			ho.Classifier = k.Classifier
 		}
 		ho.Leaf = k.Leaf.Kind
 	}
 	if o.Marks == Unmarked {
-		ho.Classifier = shaper.KindGTPU
+		ho.Classifier = classify.KindGTPU
 	}
 	return ho, nil
 }
@@ -53,7 +54,7 @@ func openHTB(d Device, o Options) (shaper.Backend, error) {
 		return nil, err
 	}
 	ho.NetNS = d.NetNS
-	if ho.Classifier == shaper.KindGTPU {
+	if ho.Classifier == classify.KindGTPU {
 		g := gtpu.New(gtpu.Options{N3: o.N3})
 		if o.Shared != nil {
 			g = o.Shared.gtpu
@@ -79,14 +80,14 @@ func checkHTB(pol shaper.Policy, o Options) (string, error) {
 	}
 	kind := ho.Classifier
 	if kind == "" {
-		kind = shaper.KindAuto
+		kind = classify.KindAuto
 	}
 	switch {
-	case kind == shaper.KindGTPU && o.Marks == Marked:
+	case kind == classify.KindGTPU && o.Marks == Marked:
 		return "", errors.New("classifier gtpu is for stock gtp5g, whose packets carry no mark; these are marked: use auto, fw or bpf")
-	case kind == shaper.KindGTPU && o.Direction == shaper.Uplink && o.Shared == nil:
+	case kind == classify.KindGTPU && o.Direction == shaper.Uplink && o.Shared == nil:
 		return "", errors.New("classifier gtpu on an uplink device needs the N3 device's ingress program: use gtpqos watch (--n3/--n6)")
-	case kind == shaper.KindGTPU:
+	case kind == classify.KindGTPU:
 		return "classifier gtpu (TEID+QFI from the GTP-U header)", nil
 	}
 	return fmt.Sprintf("classifier %s by mark", kind), nil
@@ -131,7 +132,7 @@ func planHTB(flows []shaper.Flow, sp shaper.Policy, _ shaper.Direction, why stri
 	if t != nil {
 		p.Binding, p.render = string(t.Classifier), t.TCCommands
 		c := htb.ClassifierFor(t.Classifier)
-		if t.Classifier == shaper.KindGTPU {
+		if t.Classifier == classify.KindGTPU {
 			c = gtpu.New(gtpu.Options{}).Downlink()
 		}
 		p.Problems = append(p.Problems, htb.UnreachableProblems(t, c)...)

@@ -25,7 +25,7 @@ type Options struct {
 	Force bool
 	// Classifier overrides the policy's classifier kind ("" keeps it; auto
 	// makes the reconciler pick, whatever the policy says).
-	Classifier shaper.ClassifierKind
+	Classifier classify.Kind
 	// Custom is the classifier to use instead of a built-in one (package
 	// gtpu's views); its kind overrides the policy's.
 	Custom classify.Classifier
@@ -89,7 +89,7 @@ func Open(h *netlink.Handle, closeH func(), dev string, o Options) (*Backend, er
 	ro := []Option{WithForce(o.Force), WithIncremental(o.Incremental), withRaw(raw)}
 	if o.Custom != nil {
 		ro = append(ro, WithClassifier(o.Custom))
-	} else if o.Classifier != "" && o.Classifier != shaper.KindAuto {
+	} else if o.Classifier != "" && o.Classifier != classify.KindAuto {
 		ro = append(ro, WithClassifierKind(o.Classifier))
 	}
 	if o.Leaf != "" {

@@ -1,6 +1,9 @@
 package htb
 
-import "github.com/free5gc/gtpqos/shaper"
+import (
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+)
 
 // problems collects the problems of HTB's own checks.
 type problems []shaper.Problem
@@ -63,7 +66,7 @@ func (p *problems) checkKinds(pol *Policy) bool {
 		ok = false
 	}
 	if pol.Classifier == "" {
-		pol.Classifier = shaper.KindAuto
+		pol.Classifier = classify.KindAuto
 	}
 	if !pol.Classifier.Known() {
 		p.report(shaper.Error, shaper.BadPolicy, nil, "classifier", "unknown classifier %q (want auto, fw, bpf or gtpu)", pol.Classifier)

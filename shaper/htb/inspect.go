@@ -80,7 +80,7 @@ func (r *Reconciler) readBindings(ctx context.Context, link netlink.Link, t *Tre
 	if r.cls != nil {
 		cands = append(cands, r.cls)
 	}
-	cands = append(cands, r.builtin(shaper.KindFw), r.builtin(shaper.KindBPF))
+	cands = append(cands, r.builtin(classify.KindFw), r.builtin(classify.KindBPF))
 	for _, cl := range cands {
 		bs, err := cl.Bindings(ctx, env)
 		if err != nil {
@@ -103,8 +103,8 @@ func (r *Reconciler) readBindings(ctx context.Context, link netlink.Link, t *Tre
 		return nil
 	}
 	// An installed program with an empty map is still the classifier.
-	if ok, _ := r.builtin(shaper.KindBPF).(*classify.MarkBPF).Installed(env); ok {
-		t.Classifier = shaper.KindBPF
+	if ok, _ := r.builtin(classify.KindBPF).(*classify.MarkBPF).Installed(env); ok {
+		t.Classifier = classify.KindBPF
 	}
 	return nil
 }

@@ -20,10 +20,10 @@ func TestIntegrationClassifiers(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	// Create the root once so probes have a qdisc to work on.
-	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
+	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	var sent uint64
-	for _, k := range []shaper.ClassifierKind{shaper.KindFw, shaper.KindBPF, shaper.KindFw} {
+	for _, k := range []classify.Kind{classify.KindFw, classify.KindBPF, classify.KindFw} {
 		t.Run(string(k), func(t *testing.T) {
 			if err := l.rec().builtin(k).(classify.Prober).Probe(context.Background(), env); err != nil {
 				t.Skipf("kernel lacks classifier %s: %v", k, err)
@@ -34,7 +34,7 @@ func TestIntegrationClassifiers(t *testing.T) {
 				t.Fatalf("classifier %s in use, want %s", res.ClassifierKind, k)
 			}
 			filters := l.ns.Run(t, "tc", "filter", "show", "dev", l.dev)
-			other := map[shaper.ClassifierKind]string{shaper.KindFw: " bpf ", shaper.KindBPF: " fw "}[k]
+			other := map[classify.Kind]string{classify.KindFw: " bpf ", classify.KindBPF: " fw "}[k]
 			if strings.Contains(filters, other) {
 				t.Errorf("old classifier left behind:\n%s", filters)
 			}
@@ -115,7 +115,7 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 			return err
 		},
 		"gtpu without WithClassifier": func() error {
-			_, err := l.rec(WithClassifierKind(shaper.KindGTPU)).Reconcile(context.Background(), tree)
+			_, err := l.rec(WithClassifierKind(classify.KindGTPU)).Reconcile(context.Background(), tree)
 			return err
 		},
 	} {
@@ -135,7 +135,7 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
-	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
+	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16})
 	if err != nil {
@@ -173,7 +173,7 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	if err := l.h.FilterReplace(f); err != nil {
 		t.Fatal(err)
 	}
-	rec := l.rec(WithClassifierKind(shaper.KindBPF))
+	rec := l.rec(WithClassifierKind(classify.KindBPF))
 	res := mustReconcile(t, rec, tree)
 	if !strings.Contains(res.String(), "replaced the older cls_bpf mark classifier") {
 		t.Errorf("no note about the replaced program: %s", res)
@@ -194,12 +194,12 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
-	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
+	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	if err := classify.NewFw().Probe(context.Background(), env); err != nil {
 		t.Skipf("kernel lacks cls_fw: %v", err)
 	}
-	rec := l.rec(WithClassifierKind(shaper.KindFw))
+	rec := l.rec(WithClassifierKind(classify.KindFw))
 	mustReconcile(t, rec, tree)
 	// Replace the chain by an unmasked one.
 	if err := classify.NewFw().Remove(context.Background(), env); err != nil {
@@ -213,7 +213,7 @@ func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	if err := l.h.FilterAdd(old); err != nil {
 		t.Fatal(err)
 	}
-	res := mustReconcile(t, l.rec(WithClassifierKind(shaper.KindFw)), tree)
+	res := mustReconcile(t, l.rec(WithClassifierKind(classify.KindFw)), tree)
 	if !strings.Contains(res.String(), "re-created the fw filters with mask") {
 		t.Errorf("no note about the re-created chain: %s", res)
 	}

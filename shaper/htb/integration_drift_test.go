@@ -44,7 +44,7 @@ func (l *lab) canonical(t testing.TB) string {
 
 var bpfID = regexp.MustCompile(`\bid \d+`)
 
-func (t *Tree) classifierOrNone() shaper.ClassifierKind {
+func (t *Tree) classifierOrNone() classify.Kind {
 	if t == nil || t.Classifier == "" {
 		return "none"
 	}

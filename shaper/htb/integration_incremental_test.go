@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // TestIntegrationIncrementalAddReadsNothing: in incremental mode, adding
@@ -81,7 +82,7 @@ func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 	want := l.tcClasses(t)
 
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", "6771:10", "htb", "rate", "7mbit", "ceil", "9mbit")
-	if first.ClassifierKind == shaper.KindFw {
+	if first.ClassifierKind == classify.KindFw {
 		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", "0x3", "fw")
 	}
 	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", "6771:11")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // dump is the device's whole tc state: qdiscs (without their counters),
@@ -68,7 +69,7 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 		has     bool
 		shows   func(dump string) bool
 	}{
-		{"classifier fw", Options{Classifier: shaper.KindFw, Leaf: LeafFIFO}, "no cls_fw", hasFw,
+		{"classifier fw", Options{Classifier: classify.KindFw, Leaf: LeafFIFO}, "no cls_fw", hasFw,
 			func(d string) bool { return strings.Contains(d, " fw ") }},
 		{"leaf fq_codel", Options{Leaf: LeafFQCodel}, "no fq_codel qdisc", hasFQ,
 			func(d string) bool { return strings.Count(d, "qdisc fq_codel") == 4 }},
@@ -77,7 +78,7 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 			t.Run(tc.name+"/"+start, func(t *testing.T) {
 				l.ns.Try("tc", "qdisc", "del", "dev", l.dev, "root")
 				if start == "gtpqos tree" {
-					auto := l.open(Options{Leaf: LeafFIFO, Classifier: shaper.KindBPF})
+					auto := l.open(Options{Leaf: LeafFIFO, Classifier: classify.KindBPF})
 					if _, err := auto.Apply(ctx, seedFlows()[:2], pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 						t.Fatal(err)
 					}

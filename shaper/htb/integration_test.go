@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -304,7 +305,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 	// Behind gtpqos's back: change flow A's class, delete flow B's class
 	// (and its fw filter, which would pin it), remove the root's default.
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", "6771:10", "htb", "rate", "7mbit", "ceil", "9mbit")
-	if first.ClassifierKind == shaper.KindFw {
+	if first.ClassifierKind == classify.KindFw {
 		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", "0x3", "fw")
 	}
 	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", "6771:11")
@@ -321,7 +322,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 
 	// Classifier removed behind our back: it comes back.
 	prio := "20"
-	if first.ClassifierKind == shaper.KindFw {
+	if first.ClassifierKind == classify.KindFw {
 		prio = "10"
 	}
 	l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", prio)

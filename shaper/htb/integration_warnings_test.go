@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
@@ -37,7 +38,7 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 	}
 	// The GTP-U classifier binds by TEID: D has one, A/B/C do not.
 	tree := mustPlan(t, flows, DefaultPolicy(30*mbit), nil)
-	tree.Classifier = shaper.KindGTPU
+	tree.Classifier = classify.KindGTPU
 	ps := UnreachableProblems(tree, gtpu.New(gtpu.Options{}).Downlink())
 	if len(ps) != 3 || ps[0].Field != "teid" || !strings.Contains(ps[0].Detail, "classifier gtpu binds by teid") {
 		t.Errorf("gtpu: %v; want A, B and C warned about their missing TEID", ps)

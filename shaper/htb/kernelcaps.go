@@ -89,15 +89,15 @@ func probeInNewNetNS() kernelFeatures {
 
 // requestedKind is the classifier kind a run for desired is asked for
 // ("" when a custom classifier is given, whose kind needs no probe here).
-func (r *Reconciler) requestedKind(desired shaper.ClassifierKind) shaper.ClassifierKind {
+func (r *Reconciler) requestedKind(desired classify.Kind) classify.Kind {
 	if r.cls != nil {
 		return ""
 	}
-	if r.kind != "" && r.kind != shaper.KindAuto {
+	if r.kind != "" && r.kind != classify.KindAuto {
 		return r.kind
 	}
 	if desired == "" {
-		return shaper.KindAuto
+		return classify.KindAuto
 	}
 	return desired
 }
@@ -114,7 +114,7 @@ func (r *Reconciler) requestedLeaf(desired LeafKind) LeafKind {
 // classifier or leaf qdisc asked for explicitly, naming the missing
 // feature. auto needs no check: it picks what the kernel has (it fails
 // only when neither classifier it can pick works).
-func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf LeafKind) error {
+func (r *Reconciler) checkKernel(kind classify.Kind, leaf LeafKind) error {
 	if kind == "" && leaf != LeafFQCodel {
 		return nil
 	}
@@ -123,11 +123,11 @@ func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf LeafKind) erro
 		return nil
 	}
 	switch {
-	case kind == shaper.KindFw && f.fw != nil:
+	case kind == classify.KindFw && f.fw != nil:
 		return fmt.Errorf("dev %s: classifier fw: this kernel has no cls_fw (a fw filter was refused: %v); use classifier bpf or auto", r.dev, f.fw)
-	case kind == shaper.KindBPF && f.bpf != nil:
+	case kind == classify.KindBPF && f.bpf != nil:
 		return fmt.Errorf("dev %s: classifier bpf: the kernel refused the cls_bpf program (%v); use classifier fw or auto", r.dev, f.bpf)
-	case kind == shaper.KindAuto && f.fw != nil && f.bpf != nil:
+	case kind == classify.KindAuto && f.fw != nil && f.bpf != nil:
 		return fmt.Errorf("dev %s: classifier auto: this kernel has neither cls_fw (%v) nor a usable cls_bpf (%v)", r.dev, f.fw, f.bpf)
 	case leaf == LeafFQCodel && f.fqCodel != nil:
 		return fmt.Errorf("dev %s: leaf fq_codel: this kernel has no fq_codel qdisc (one was refused: %v); use leaf fifo or auto", r.dev, f.fqCodel)
@@ -150,7 +150,7 @@ func (b *Backend) Precheck(ctx context.Context, pol shaper.Policy) error {
 	if err := b.rec.checkKernel(kind, b.rec.requestedLeaf(p.Leaf.Kind)); err != nil {
 		return err
 	}
-	if kind == shaper.KindAuto {
+	if kind == classify.KindAuto {
 		return nil
 	}
 	return b.rec.checkReady(kind)

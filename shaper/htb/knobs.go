@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // Knobs are the HTB backend's own settings: what a policy file gives under
@@ -35,7 +36,7 @@ type Knobs struct {
 	Leaf LeafSpec
 	// Classifier is the classifier kind to use (auto, fw, bpf or gtpu);
 	// Plan reports any other kind as a policy error. Key classifier.
-	Classifier shaper.ClassifierKind
+	Classifier classify.Kind
 	// Pool is how many spare classes a long-running backend keeps ready
 	// for new flows (0: none). A new flow then costs a class change, not a
 	// create, whose kernel cost grows with the classes present; a removed
@@ -83,7 +84,7 @@ func DefaultKnobs() Knobs {
 		Quantum:    DefaultQuantum,
 		MaxFrame:   DefaultMaxFrame,
 		Leaf:       LeafSpec{Kind: LeafAuto, Limit: 1000, TargetUs: 5000, IntervalUs: 100000},
-		Classifier: shaper.KindAuto,
+		Classifier: classify.KindAuto,
 		Pool:       DefaultPool,
 	}
 }
@@ -111,7 +112,7 @@ var knobKeys = map[string]func(k *Knobs, v string) error{
 		return err
 	},
 	"classifier": func(k *Knobs, v string) (err error) {
-		k.Classifier, err = shaper.ParseClassifierKind(v)
+		k.Classifier, err = classify.ParseKind(v)
 		return err
 	},
 	"pool": func(k *Knobs, v string) error {

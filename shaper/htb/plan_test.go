@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -167,7 +168,7 @@ func TestPlanProblems(t *testing.T) {
 		t.Errorf("classifier fww: tree %v, problems %v; want no tree and one classifier problem", tree, probs)
 	}
 	gtpu := DefaultPolicy(link)
-	gtpu.Classifier = shaper.KindGTPU
+	gtpu.Classifier = classify.KindGTPU
 	if tree, probs := Plan(nil, gtpu, nil); tree == nil || len(probs) != 0 {
 		t.Errorf("classifier gtpu: tree %v, problems %v; want a tree and no problems", tree, probs)
 	}

@@ -25,7 +25,7 @@ type Result struct {
 	// Classifier is the classifier's part.
 	Classifier classify.Result
 	// ClassifierKind is the classifier in use (after auto-detection).
-	ClassifierKind shaper.ClassifierKind
+	ClassifierKind classify.Kind
 	// LeafKind is the leaf qdisc in use (after auto-detection).
 	LeafKind LeafKind
 	// Writes counts every kernel write (netlink and BPF map), classifier

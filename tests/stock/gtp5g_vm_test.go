@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
@@ -123,7 +124,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 
 	// The aware tree on N3, classified by (TEID, QFI) from the GTP-U header.
 	pol := htb.DefaultPolicy(uint64(linkRate * scale))
-	pol.Classifier = shaper.KindGTPU
+	pol.Classifier = classify.KindGTPU
 	// The operator minimum scales with the link, or at small scales the
 	// non-GBR and default minimums would eat the GBR flows' guarantees.
 	pol.NonGBRMin = uint64(float64(shaper.DefaultNonGBRMin) * scale)
