@@ -9,7 +9,6 @@ import (
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
-	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // Hooks tell the caller what building and removing a target did, for it
@@ -62,21 +61,8 @@ func (u undoList) run() {
 // on error, what was built is removed before OpenTarget returns.
 func OpenTarget(ctx context.Context, s Spec, o *Options, h Hooks) (t Target, closeAll func(), err error) {
 	var bo backends.Options
-	if s.Classifier != "" {
-		if _, err = classify.ParseKind(s.Classifier); err != nil {
-			return nil, nil, usagef("--classifier: %v", err)
-		}
-		bo.Knobs = shaper.Knobs{"classifier": s.Classifier}
-	}
-	if s.Leaf != "" {
-		// The backend reads its leaf knob: ask it whether this one is.
-		if _, err = backends.Override(shaper.DefaultPolicy(1), shaper.Knobs{"leaf": s.Leaf}); err != nil {
-			return nil, nil, usagef("--%v", err)
-		}
-		if bo.Knobs == nil {
-			bo.Knobs = shaper.Knobs{}
-		}
-		bo.Knobs["leaf"] = s.Leaf
+	if bo.Knobs, err = overrides(s); err != nil {
+		return nil, nil, err
 	}
 	var undo undoList
 	defer func() {
@@ -186,4 +172,20 @@ func OpenSweepTarget(ctx context.Context, h Hooks) (t *LabTarget, closeAll func(
 	}
 	undo.add(func() { closeTarget(ctx, t, h) })
 	return t, undo.run, nil
+}
+
+// overrides are the backend knobs --classifier and --leaf set for every
+// arm, each checked by the backend (errors name the flag).
+func overrides(s Spec) (shaper.Knobs, error) {
+	k := shaper.Knobs{}
+	for _, o := range []struct{ knob, v string }{{"classifier", s.Classifier}, {"leaf", s.Leaf}} {
+		if o.v == "" {
+			continue
+		}
+		if _, err := backends.Override(shaper.DefaultPolicy(1), shaper.Knobs{o.knob: o.v}); err != nil {
+			return nil, usagef("--%v", err)
+		}
+		k[o.knob] = o.v
+	}
+	return k, nil
 }
