@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode"
@@ -365,30 +366,46 @@ func (p *PolicyYAML) legacyKnobs() Knobs {
 	return k
 }
 
-// applyKnobs checks the backends' knobs (the top-level keys and the htb:
-// section) and adds them to pol's, over what pol holds.
+// sections are the policy's backend sections by backend name: adding a
+// backend with knobs adds its key to PolicyYAML and here.
+func (p *PolicyYAML) sections() map[string]Knobs {
+	return map[string]Knobs{"htb": p.HTB}
+}
+
+// applyKnobs checks the backends' knobs (the top-level keys and each
+// backend's section) and adds them to pol's, over what pol holds.
 func (p *PolicyYAML) applyKnobs(pol *Policy) error {
 	legacy := p.legacyKnobs()
 	if err := CheckKnobs(KnobSet{}.With(LegacyKnobsBackend, legacy)); err != nil {
 		// A top-level key is named as it was given.
 		return errors.Unwrap(err)
 	}
-	if err := CheckKnobs(KnobSet{}.With("htb", p.HTB)); err != nil {
-		return err
-	}
-	merged := maps.Clone(pol.BackendKnobs.Of(LegacyKnobsBackend))
-	if merged == nil {
-		merged = Knobs{}
-	}
-	for key, v := range legacy {
-		if _, both := p.HTB[key]; both {
-			return fmt.Errorf("%s: given both at the top and under htb: give it once, as htb.%s", key, key)
+	sections := p.sections()
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
+		if err := CheckKnobs(KnobSet{}.With(name, sections[name])); err != nil {
+			return err
 		}
-		merged[key] = v
 	}
-	maps.Copy(merged, p.HTB)
-	pol.BackendKnobs = pol.BackendKnobs.With(LegacyKnobsBackend, merged)
+	for key := range legacy {
+		if _, both := sections[LegacyKnobsBackend][key]; both {
+			return fmt.Errorf("%s: given both at the top and under %s: give it once, as %s.%s", key, LegacyKnobsBackend, LegacyKnobsBackend, key)
+		}
+	}
+	sections[LegacyKnobsBackend] = mergeKnobs(legacy, sections[LegacyKnobsBackend])
+	for name, k := range sections {
+		pol.BackendKnobs = pol.BackendKnobs.With(name, mergeKnobs(pol.BackendKnobs.Of(name), k))
+	}
 	return nil
+}
+
+// mergeKnobs returns base's knobs with over's on top.
+func mergeKnobs(base, over Knobs) Knobs {
+	out := maps.Clone(base)
+	if out == nil {
+		out = Knobs{}
+	}
+	maps.Copy(out, over)
+	return out
 }
 
 // applyAccounting sets which bytes the classes count (accounting,
