@@ -216,9 +216,10 @@ func newEPLab(b *testing.B, c epCase) *epLab {
 		b.Fatalf("netlink handle in %s: %v", ns.Name, err)
 	}
 	l.cleanup = append(l.cleanup, h.Close)
-	pol := shaper.DefaultPolicy(100e9)
-	pol.NonGBRMin, pol.Pool = 1e6, c.pool
-	pol.Leaf.Kind = shaper.LeafFIFO // the host kernel has no fq_codel
+	hp := htb.DefaultPolicy(100e9)
+	hp.NonGBRMin, hp.Pool = 1e6, c.pool
+	hp.Leaf.Kind = htb.LeafFIFO // the host kernel has no fq_codel
+	pol := hp.Shaper()
 	be, err := backends.Open(dev, backends.Options{NetNS: ns.Handle, Incremental: true, N3: dev, OnPool: l.obs.pool})
 	if err != nil {
 		b.Fatalf("open backend on %s: %v", dev, err)

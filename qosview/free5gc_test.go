@@ -180,7 +180,7 @@ func TestFree5GCTree(t *testing.T) {
 	_, ue1, ue2 := free5gc.Quarter()
 	d := free5gc.Build(true, ue1, ue2)
 	flows, _ := Build(d.QERs, d.PDRs, d.FARs, Options{MarkMode: gtp5g.MarkPDR})
-	pol := shaper.DefaultPolicy(7_500_000)
+	pol := htb.DefaultPolicy(7_500_000)
 	pol.NonGBRMin, pol.DefaultRate = 100_000, 100_000
 	tree, probs := htb.Plan(shaper.FilterDirection(flows, shaper.Downlink), pol, nil)
 	for _, p := range probs {

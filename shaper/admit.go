@@ -61,8 +61,9 @@ func CompareFlowID(a, b FlowID) int {
 // no more GBR than the class was given) before AdmitGrown (it holds a
 // class but asks for more) before AdmitNew, so a flow that asks for more,
 // or a new one, never pushes out a flow that keeps what it had. pol must
-// have passed CheckPolicy.
-func Admit(flows []Flow, pol Policy, rank func(*Flow) int) Admitted {
+// have passed CheckPolicy; check is the backend's own check of each flow
+// (nil: none, see FlowCheck).
+func Admit(flows []Flow, pol Policy, rank func(*Flow) int, check FlowCheck) Admitted {
 	var p problems
 	order := make([]int, len(flows))
 	for i := range order {
@@ -82,7 +83,7 @@ func Admit(flows []Flow, pol Policy, rank func(*Flow) int) Admitted {
 			continue
 		}
 		seen[f.ID] = true
-		if p.checkFlow(&f, &pol) {
+		if p.checkFlow(&f, &pol, check) {
 			c := cand{f: f}
 			if rank != nil {
 				c.rank = rank(&f)

@@ -16,14 +16,14 @@ func TestAdmitKnownFirst(t *testing.T) {
 			return AdmitKept
 		}
 		return AdmitNew
-	})
+	}, nil)
 	if len(adm.Flows) != 1 || adm.Flows[0].ID != old.ID {
 		t.Fatalf("admitted %v, want only the known flow %s", adm.Flows, old.ID)
 	}
 	if p, ok := FirstError(adm.Problems); !ok || p.Kind != GBRSumAboveLink || p.Flow != fresh.ID {
 		t.Errorf("problems %v, want gbr-sum-above-link for %s", adm.Problems, fresh.ID)
 	}
-	adm = Admit([]Flow{old, fresh}, pol, nil)
+	adm = Admit([]Flow{old, fresh}, pol, nil, nil)
 	if len(adm.Flows) != 1 || adm.Flows[0].ID != fresh.ID {
 		t.Errorf("without known flows the lower id goes first: admitted %v", adm.Flows)
 	}
@@ -42,7 +42,7 @@ func TestAdmitClampAndSessions(t *testing.T) {
 		{ID: FlowID{SEID: 2, QERID: 1}, Mark: 4, SessionAMBR: 8 * mbit},
 		{ID: FlowID{SEID: 2, QERID: 2}, Mark: 5, SessionAMBR: 9 * mbit},
 	}
-	adm := Admit(flows, pol, nil)
+	adm := Admit(flows, pol, nil, nil)
 	if len(adm.Flows) != 4 || adm.Flows[1].GBR != 5*mbit {
 		t.Fatalf("admitted %+v; want 4 flows, the second clamped to 5mbit", adm.Flows)
 	}
@@ -94,7 +94,7 @@ func TestAdmitGrownFlowDoesNotPushOut(t *testing.T) {
 			return AdmitGrown
 		}
 		return AdmitKept
-	})
+	}, nil)
 	if len(adm.Flows) != 1 || adm.Flows[0].ID != b.ID {
 		t.Fatalf("admitted %v, want only the unchanged flow %s", adm.Flows, b.ID)
 	}

@@ -18,9 +18,25 @@ func (ps *problems) report(sev Severity, kind ProblemKind, f *Flow, field, forma
 	*ps = append(*ps, pr)
 }
 
-// CheckPolicy validates pol and returns it normalised (quantum at least
-// MaxFrame, empty kinds made auto). ok is false when no plan can be built
-// from it; the problems say why.
+// FlowProblem is one problem about flow f (nil: the policy), for backends
+// that check what the model does not (their own knobs, their kernel's
+// limits).
+func FlowProblem(sev Severity, kind ProblemKind, f *Flow, field, format string, a ...any) Problem {
+	var p problems
+	p.report(sev, kind, f, field, format, a...)
+	return p[0]
+}
+
+// FlowCheck is a backend's own check of one flow (the kernel can hold its
+// rates), run by Admit and CheckFlow after the flow's ranges and marks
+// check out and before its rates are compared with each other and the
+// link; false leaves the flow out, and the problems say why.
+type FlowCheck func(f *Flow) ([]Problem, bool)
+
+// CheckPolicy validates the contract-level settings of pol and returns it
+// normalised. ok is false when no plan can be built from it; the problems
+// say why. A backend checks its own knobs on top (and may add problems
+// before these, see the HTB backend's CheckPolicy).
 func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 	var p problems
 	ok = true
@@ -43,42 +59,8 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 			ok = false
 		}
 	}
-	if pol.Burst == 0 || pol.CBurst == 0 {
-		p.report(Error, BadPolicy, nil, "burst", "burst and cburst must be above 0")
-		ok = false
-	}
-	if pol.Prio > 7 {
-		p.report(Error, BadPolicy, nil, "prio", "prio %d above 7", pol.Prio)
-		ok = false
-	}
 	if pol.Mode != Aware && pol.Mode != Static {
 		p.report(Error, BadPolicy, nil, "mode", "unknown mode %d", pol.Mode)
-		ok = false
-	}
-	if pol.MaxFrame == 0 {
-		pol.MaxFrame = DefaultMaxFrame
-	}
-	if !p.checkSizes(&pol) {
-		ok = false
-	}
-	if pol.Quantum < pol.MaxFrame {
-		if pol.Quantum != 0 {
-			p.report(Warning, Clamped, nil, "quantum", "quantum %d below the largest frame %d: using %d", pol.Quantum, pol.MaxFrame, pol.MaxFrame)
-		}
-		pol.Quantum = pol.MaxFrame
-	}
-	if ok && !p.policyBuffers(&pol) {
-		ok = false
-	}
-	if pol.Leaf.Kind == "" {
-		pol.Leaf.Kind = LeafAuto
-	}
-	if pol.Leaf.TargetUs != 0 && pol.Leaf.TargetUs != 5000 {
-		p.report(Error, BadPolicy, nil, "leaf.target", "fq_codel target %dus unsupported (only the kernel default 5ms)", pol.Leaf.TargetUs)
-		ok = false
-	}
-	if pol.Pool < 0 || pol.Pool > 65518 {
-		p.report(Error, BadPolicy, nil, "pool", "pool of %d spare classes outside 0..65518", pol.Pool)
 		ok = false
 	}
 	if pol.Accounting != AccountPacket && pol.Accounting != AccountFrame {
@@ -89,44 +71,23 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 		p.report(Error, BadPolicy, nil, "overhead", "overhead %d bytes above %d", pol.Overhead.Bytes, MaxOverhead)
 		ok = false
 	}
-	if pol.Classifier == "" {
-		pol.Classifier = KindAuto
-	}
-	if !pol.Classifier.Known() {
-		p.report(Error, BadPolicy, nil, "classifier", "unknown classifier %q (want auto, fw, bpf or gtpu)", pol.Classifier)
-		ok = false
-	}
 	return pol, p, ok
-}
-
-// policyBuffers checks that the kernel can hold every policy rate's
-// bucket (the link class's and the default class's, and the static or
-// non-GBR rates every flow class may get).
-func (p *problems) policyBuffers(pol *Policy) bool {
-	ok := p.checkBuffer(nil, "link", "burst", pol.LinkRate, max(pol.Burst, pol.CBurst))
-	ok = p.checkBuffer(nil, "non_gbr_min", "burst", pol.NonGBRMin, pol.Burst) && ok
-	ok = p.checkBuffer(nil, "default_rate", "burst", pol.DefaultRate, pol.Burst) && ok
-	if pol.Mode == Static {
-		ok = p.checkBuffer(nil, "static_rate", "burst", pol.StaticRate, pol.Burst) && ok
-		ok = p.checkBuffer(nil, "static_ceil", "cburst", pol.StaticCeil, pol.CBurst) && ok
-	}
-	return ok
 }
 
 func badRate(v uint64) bool { return v != 0 && (v < MinRate || v > MaxRate) }
 
-// CheckFlow returns the flow's own problems (ranges, mark bits, MBR below
-// GBR, GBR above the link; duplicates are the Ledger's); ok is false when
-// the flow must be left out.
-func CheckFlow(f *Flow, pol *Policy) (ps []Problem, ok bool) {
+// CheckFlow returns the flow's own problems (ranges, mark bits, the
+// backend's check, MBR below GBR, GBR above the link; duplicates are the
+// Ledger's); ok is false when the flow must be left out. check may be nil.
+func CheckFlow(f *Flow, pol *Policy, check FlowCheck) (ps []Problem, ok bool) {
 	var p problems
-	ok = p.checkFlow(f, pol)
+	ok = p.checkFlow(f, pol, check)
 	return p, ok
 }
 
 // checkFlow reports the flow's own errors (duplicates are checked during
 // admission); false means the flow is left out.
-func (p *problems) checkFlow(f *Flow, pol *Policy) bool {
+func (p *problems) checkFlow(f *Flow, pol *Policy, check FlowCheck) bool {
 	ok := true
 	if f.QFI > 63 {
 		p.report(Error, BadQFI, f, "qfi", "QFI %d above 63", f.QFI)
@@ -148,9 +109,12 @@ func (p *problems) checkFlow(f *Flow, pol *Policy) bool {
 	if !ok {
 		return false
 	}
-	if !p.checkBuffer(f, "gbr", "burst", f.GBR, pol.Burst) || !p.checkBuffer(f, "mbr", "cburst", f.MBR, pol.CBurst) ||
-		!p.checkBuffer(f, "session_ambr", "cburst", f.SessionAMBR, pol.CBurst) {
-		return false
+	if check != nil {
+		ps, ok := check(f)
+		*p = append(*p, ps...)
+		if !ok {
+			return false
+		}
 	}
 	if f.MBR != 0 && f.MBR < f.GBR {
 		p.report(Error, MBRBelowGBR, f, "mbr", "MBR %s below GBR %s", FormatRate(f.MBR), FormatRate(f.GBR))

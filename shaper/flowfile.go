@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -26,25 +27,26 @@ import (
 //
 //	link: 30mbit              # required: bottleneck rate
 //	policy:                   # optional overrides of DefaultPolicy (PolicyYAML)
-//	  backend: htb            # the only backend so far
+//	  backend: htb            # the backend that enforces the plan
 //	  mode: aware             # aware | static
 //	  static_rate: 10mbit     # static mode: every flow's rate
 //	  static_ceil: 30mbit     # static mode: every flow's ceil
 //	  non_gbr_min: 1mbit      # rate of non-GBR flows
 //	  default_rate: 1mbit     # rate of the default class
-//	  burst: 32k              # bytes (k = 1024)
-//	  cburst: 32k
-//	  quantum: 12500          # bytes, raised to max_frame if smaller
-//	  max_frame: 1514
-//	  prio: 0
 //	  admission: refuse       # refuse | clamp
-//	  classifier: auto        # auto | fw | bpf | gtpu
-//	  leaf: auto              # auto | fq_codel | fifo
-//	  leaf_limit: 1000
-//	  leaf_interval: 100ms
-//	  pool: 64                # spare classes kept ready (watch)
 //	  accounting: packet      # packet (the user's IP packets) | frame
 //	  overhead: auto          # auto (from the device) | bytes
+//	  htb:                    # the HTB backend's knobs (package shaper/htb, Knobs);
+//	    burst: 32k            # also read at the top of policy:, as before
+//	    cburst: 32k           # bytes (k = 1024)
+//	    quantum: 12500        # bytes, raised to max_frame if smaller
+//	    max_frame: 1514
+//	    prio: 0
+//	    classifier: auto      # auto | fw | bpf | gtpu
+//	    leaf: auto            # auto | fq_codel | fifo
+//	    leaf_limit: 1000
+//	    leaf_interval: 100ms
+//	    pool: 64              # spare classes kept ready (watch)
 //	flows:
 //	  - name: A               # label for output
 //	    seid: 1               # PFCP session id
@@ -82,27 +84,40 @@ type fileYAML struct {
 // the `policy:` section of flows files and of the watch config. Every field
 // is a string in tc's notation, so `quantum: 12500` and `quantum: "12500"`
 // read alike; an empty field keeps DefaultPolicy's value.
+//
+// A backend's own knobs sit under the backend's key (HTB's: `htb:`); the
+// backend checks them (RegisterKnobs) and reads them from
+// Policy.BackendKnobs.
 type PolicyYAML struct {
-	Backend      string `yaml:"backend"`
-	Mode         string `yaml:"mode"`
-	StaticRate   string `yaml:"static_rate"`
-	StaticCeil   string `yaml:"static_ceil"`
-	NonGBRMin    string `yaml:"non_gbr_min"`
-	DefaultRate  string `yaml:"default_rate"`
+	Backend     string `yaml:"backend"`
+	Mode        string `yaml:"mode"`
+	StaticRate  string `yaml:"static_rate"`
+	StaticCeil  string `yaml:"static_ceil"`
+	NonGBRMin   string `yaml:"non_gbr_min"`
+	DefaultRate string `yaml:"default_rate"`
+	Admission   string `yaml:"admission"`
+	Accounting  string `yaml:"accounting"`
+	Overhead    string `yaml:"overhead"`
+	// HTB holds the HTB backend's knobs (package shaper/htb, Knobs).
+	HTB Knobs `yaml:"htb"`
+	// The HTB knobs as the top-level keys policies gave them before each
+	// backend had its own key: each reads as the same key under htb:, and
+	// giving a key both ways is refused.
 	Burst        string `yaml:"burst"`
 	CBurst       string `yaml:"cburst"`
 	Quantum      string `yaml:"quantum"`
 	MaxFrame     string `yaml:"max_frame"`
 	Prio         string `yaml:"prio"`
-	Admission    string `yaml:"admission"`
 	Classifier   string `yaml:"classifier"`
 	Leaf         string `yaml:"leaf"`
 	LeafLimit    string `yaml:"leaf_limit"`
 	LeafInterval string `yaml:"leaf_interval"`
 	Pool         string `yaml:"pool"`
-	Accounting   string `yaml:"accounting"`
-	Overhead     string `yaml:"overhead"`
 }
+
+// LegacyKnobsBackend is the backend the top-level knob keys of a policy
+// (burst, quantum, classifier, ...) belong to.
+const LegacyKnobsBackend = "htb"
 
 type flowYAML struct {
 	Name        string `yaml:"name"`
@@ -261,7 +276,7 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 	if p.Backend != "" {
 		pol.Backend = p.Backend
 	}
-	for _, step := range []func(*Policy) error{p.applyKinds, p.applyRates, p.applySizes, p.applyCounts} {
+	for _, step := range []func(*Policy) error{p.applyKinds, p.applyRates, p.applyKnobs} {
 		if err := step(pol); err != nil {
 			return err
 		}
@@ -301,8 +316,7 @@ func decodeYAML(name string, data []byte, emptyOK bool) (fileYAML, error) {
 	return y, yamlerr.OneDocument(name, dec)
 }
 
-// applyKinds sets the mode, admission, classifier and leaf kinds and the
-// accounting.
+// applyKinds sets the mode and admission kinds and the accounting.
 func (p *PolicyYAML) applyKinds(pol *Policy) error {
 	var err error
 	if pol.Mode, err = ParseMode(p.Mode); err != nil {
@@ -310,14 +324,6 @@ func (p *PolicyYAML) applyKinds(pol *Policy) error {
 	}
 	if pol.Admission, err = ParseAdmission(p.Admission); err != nil {
 		return fmt.Errorf("admission: %w", err)
-	}
-	if p.Classifier != "" {
-		if pol.Classifier, err = ParseClassifierKind(p.Classifier); err != nil {
-			return fmt.Errorf("classifier: %w", err)
-		}
-	}
-	if pol.Leaf.Kind, err = ParseLeafKind(p.Leaf); err != nil {
-		return fmt.Errorf("leaf: %w", err)
 	}
 	return p.applyAccounting(pol)
 }
@@ -346,58 +352,60 @@ func (p *PolicyYAML) applyRates(pol *Policy) error {
 	return nil
 }
 
-// applySizes sets the sizes (bytes) and the leaf's interval.
-func (p *PolicyYAML) applySizes(pol *Policy) error {
-	sizes := []struct {
-		field string
-		s     string
-		dst   *uint32
-	}{{"burst", p.Burst, &pol.Burst}, {"cburst", p.CBurst, &pol.CBurst}, {"quantum", p.Quantum, &pol.Quantum},
-		{"max_frame", p.MaxFrame, &pol.MaxFrame}}
-	for _, s := range sizes {
-		if s.s == "" {
-			continue
+// legacyKnobs are the top-level knob keys p gives, as LegacyKnobsBackend's
+// knobs.
+func (p *PolicyYAML) legacyKnobs() Knobs {
+	k := Knobs{}
+	for _, kv := range []struct{ key, v string }{{"burst", p.Burst}, {"cburst", p.CBurst}, {"quantum", p.Quantum},
+		{"max_frame", p.MaxFrame}, {"prio", p.Prio}, {"classifier", p.Classifier}, {"leaf", p.Leaf},
+		{"leaf_limit", p.LeafLimit}, {"leaf_interval", p.LeafInterval}, {"pool", p.Pool}} {
+		if kv.v != "" {
+			k[kv.key] = kv.v
 		}
-		v, err := ParseSize(s.s)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.field, err)
-		}
-		*s.dst = v
 	}
-	if p.LeafInterval != "" {
-		d, err := time.ParseDuration(p.LeafInterval)
-		if err != nil || d <= 0 || d > time.Hour {
-			return fmt.Errorf("leaf_interval: invalid duration %q (e.g. 100ms)", p.LeafInterval)
+	return k
+}
+
+// sections are the policy's backend sections by backend name: adding a
+// backend with knobs adds its key to PolicyYAML and here.
+func (p *PolicyYAML) sections() map[string]Knobs {
+	return map[string]Knobs{"htb": p.HTB}
+}
+
+// applyKnobs checks the backends' knobs (the top-level keys and each
+// backend's section) and adds them to pol's, over what pol holds.
+func (p *PolicyYAML) applyKnobs(pol *Policy) error {
+	legacy := p.legacyKnobs()
+	if err := CheckKnobs(KnobSet{}.With(LegacyKnobsBackend, legacy)); err != nil {
+		// A top-level key is named as it was given.
+		return errors.Unwrap(err)
+	}
+	sections := p.sections()
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
+		if err := CheckKnobs(KnobSet{}.With(name, sections[name])); err != nil {
+			return err
 		}
-		pol.Leaf.IntervalUs = uint32(d / time.Microsecond)
+	}
+	for key := range legacy {
+		if _, both := sections[LegacyKnobsBackend][key]; both {
+			return fmt.Errorf("%s: given both at the top and under %s: give it once, as %s.%s", key, LegacyKnobsBackend, LegacyKnobsBackend, key)
+		}
+	}
+	sections[LegacyKnobsBackend] = mergeKnobs(legacy, sections[LegacyKnobsBackend])
+	for name, k := range sections {
+		pol.BackendKnobs = pol.BackendKnobs.With(name, mergeKnobs(pol.BackendKnobs.Of(name), k))
 	}
 	return nil
 }
 
-// applyCounts sets the integers: prio, the leaf's limit, the pool.
-func (p *PolicyYAML) applyCounts(pol *Policy) error {
-	if p.Prio != "" {
-		v, err := parseUint("prio", p.Prio, 3)
-		if err != nil {
-			return err
-		}
-		pol.Prio = uint32(v)
+// mergeKnobs returns base's knobs with over's on top.
+func mergeKnobs(base, over Knobs) Knobs {
+	out := maps.Clone(base)
+	if out == nil {
+		out = Knobs{}
 	}
-	if p.LeafLimit != "" {
-		v, err := parseUint("leaf_limit", p.LeafLimit, 32)
-		if err != nil {
-			return err
-		}
-		pol.Leaf.Limit = uint32(v)
-	}
-	if p.Pool != "" {
-		v, err := parseUint("pool", p.Pool, 17)
-		if err != nil {
-			return err
-		}
-		pol.Pool = int(v)
-	}
-	return nil
+	maps.Copy(out, over)
+	return out
 }
 
 // applyAccounting sets which bytes the classes count (accounting,

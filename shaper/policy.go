@@ -76,87 +76,9 @@ func ParseAdmission(s string) (Admission, error) {
 	return 0, fmt.Errorf("unknown admission %q (want refuse or clamp)", s)
 }
 
-// ClassifierKind names a classifier (package shaper/classify). No other
-// kind than those below is valid.
-type ClassifierKind string
-
-const (
-	// KindAuto picks fw when the kernel accepts a fw filter, else bpf.
-	KindAuto ClassifierKind = "auto"
-	// KindFw classifies by skb->mark with cls_fw filters (one per flow, one
-	// filter priority, so the kernel hashes marks into 256 buckets).
-	KindFw ClassifierKind = "fw"
-	// KindBPF classifies by skb->mark with one cls_bpf direct-action program
-	// and a BPF hash map mark -> class id (O(1), no cls_fw needed).
-	KindBPF ClassifierKind = "bpf"
-	// KindGTPU classifies stock gtp5g's packets by (TEID, QFI) from the
-	// GTP-U header (package shaper/classify/gtpu).
-	KindGTPU ClassifierKind = "gtpu"
-)
-
-// Known reports whether k is a classifier kind gtpqos has (auto, fw, bpf or
-// gtpu). The empty kind counts as auto.
-func (k ClassifierKind) Known() bool {
-	switch k {
-	case "", KindAuto, KindFw, KindBPF, KindGTPU:
-		return true
-	}
-	return false
-}
-
-// ParseClassifierKind parses "auto", "fw", "bpf" or "gtpu" ("" is auto).
-func ParseClassifierKind(s string) (ClassifierKind, error) {
-	if s == "" {
-		return KindAuto, nil
-	}
-	if k := ClassifierKind(s); k.Known() {
-		return k, nil
-	}
-	return "", fmt.Errorf("unknown classifier %q (want auto, fw, bpf or gtpu)", s)
-}
-
-// LeafKind names the qdisc under each leaf class.
-type LeafKind string
-
-const (
-	// LeafAuto uses fq_codel where the kernel has it, else FIFO.
-	LeafAuto LeafKind = "auto"
-	// LeafFQCodel is fq_codel with LeafSpec's limit/target/interval.
-	LeafFQCodel LeafKind = "fq_codel"
-	// LeafFIFO is HTB's built-in leaf: a pfifo whose limit is the device's
-	// txqueuelen. gtpqos creates no qdisc object for it.
-	LeafFIFO LeafKind = "fifo"
-)
-
-// ParseLeafKind parses "auto", "fq_codel" or "fifo".
-func ParseLeafKind(s string) (LeafKind, error) {
-	switch LeafKind(s) {
-	case "", LeafAuto:
-		return LeafAuto, nil
-	case LeafFQCodel, LeafFIFO:
-		return LeafKind(s), nil
-	}
-	return "", fmt.Errorf("unknown leaf qdisc %q (want auto, fq_codel or fifo)", s)
-}
-
-// LeafSpec describes the qdisc under every leaf class (flows and default).
-type LeafSpec struct {
-	// Kind is the qdisc kind (auto resolves in the Reconciler).
-	Kind LeafKind
-	// Limit is fq_codel's packet limit (default 1000, fq_codel's own
-	// default is 10240: a shorter queue keeps a flow's delay bounded at
-	// low rates).
-	Limit uint32
-	// TargetUs is fq_codel's target delay in µs. Only the kernel's default,
-	// 5000, is supported: vishvananda/netlink v1.3.1 does not send the
-	// target attribute.
-	TargetUs uint32
-	// IntervalUs is fq_codel's interval in µs (default 100000, the
-	// kernel's).
-	IntervalUs uint32
-}
-
-// Policy holds everything besides the flows that shapes the plan.
+// Policy holds everything besides the flows that shapes the plan: the
+// contract-level settings every backend honours, and each backend's own
+// knobs (BackendKnobs), which only that backend reads.
 //
 // All rates are bit/s; sizes are bytes.
 type Policy struct {
@@ -179,31 +101,8 @@ type Policy struct {
 	// DefaultRate is the rate of the default class that takes unclassified
 	// packets (default: NonGBRMin). Its ceil is the link rate.
 	DefaultRate uint64
-	// Burst and CBurst are every class's token buckets in bytes (32 KiB:
-	// set explicitly, because HTB's derived buckets of about one frame make
-	// shares come out wrong at these rates).
-	Burst, CBurst uint32
-	// Quantum is every class's DRR quantum in bytes (12500); Plan raises it
-	// to MaxFrame if it is smaller, since a quantum below the largest frame
-	// skews the sharing between classes.
-	Quantum uint32
-	// MaxFrame is the largest frame on the device in bytes (1514).
-	MaxFrame uint32
-	// Prio is every flow class's HTB priority (0..7; default 0: classes
-	// share by rate and quantum alone, the default class has 7).
-	Prio uint32
-	// Leaf is the qdisc under each leaf class.
-	Leaf LeafSpec
 	// Admission decides what happens to a GBR flow that does not fit.
 	Admission Admission
-	// Classifier is the classifier kind to use (auto, fw, bpf or gtpu);
-	// Plan reports any other kind as a policy error.
-	Classifier ClassifierKind
-	// Pool is how many spare classes a long-running backend keeps ready
-	// for new flows (0: none). A new flow then costs a class change, not a
-	// create, whose kernel cost grows with the classes present; a removed
-	// flow's class is parked as a spare while there are fewer than Pool.
-	Pool int
 	// Accounting says which bytes the classes count: the user's packets
 	// (default) or whole frames.
 	Accounting Accounting
@@ -211,37 +110,32 @@ type Policy struct {
 	// carries besides the user's packet: auto (the backend derives it from
 	// the device and the direction) or fixed.
 	Overhead Overhead
+	// BackendKnobs are each backend's own settings (an HTB class's burst
+	// and quantum, its classifier and leaf qdisc, ...), by backend name,
+	// uninterpreted here: the backend decodes them from the policy file's
+	// section under its name.
+	BackendKnobs KnobSet
 }
 
 // Defaults of DefaultPolicy (the Policy fields say why).
 const (
 	// DefaultNonGBRMin is the rate of a non-GBR flow's class, 1 Mbit/s.
 	DefaultNonGBRMin = 1_000_000
-	// DefaultBurst is every class's burst and cburst, 32 KiB.
-	DefaultBurst = 32 * 1024
-	// DefaultQuantum is every class's DRR quantum in bytes.
-	DefaultQuantum = 12500
-	// DefaultMaxFrame is the largest Ethernet frame without VLAN tags.
-	DefaultMaxFrame = 1514
 	// DefaultStaticRate is every class's rate in static mode, 10 Mbit/s.
 	DefaultStaticRate = 10_000_000
 	// DefaultStaticCeil is every class's ceil in static mode, 30 Mbit/s.
 	DefaultStaticCeil = 30_000_000
 	// MaxRate is the largest rate Plan accepts (10 Tbit/s); above is absurd.
 	MaxRate = 10_000_000_000_000
-	// MinRate is the smallest non-zero rate Plan accepts (8 bit/s: HTB
-	// stores bytes/s).
+	// MinRate is the smallest non-zero rate Plan accepts (8 bit/s: a
+	// kernel stores rates as bytes/s).
 	MinRate = 8
-	// DefaultPool is how many spare classes a backend keeps ready.
-	DefaultPool = 64
 )
 
 // DefaultPolicy returns the default policy for a link of linkRate bit/s:
-// aware mode, non-GBR minimum 1 Mbit/s, burst/cburst 32 KiB, quantum 12500,
-// MaxFrame 1514, prio 0, fq_codel limit 1000 target 5 ms interval 100 ms
-// (auto: FIFO where fq_codel is missing), admission Refuse, classifier auto,
-// static rate/ceil 10/30 Mbit/s, packet accounting with the overhead
-// derived from the device.
+// aware mode, non-GBR minimum 1 Mbit/s, admission Refuse, static
+// rate/ceil 10/30 Mbit/s, packet accounting with the overhead derived
+// from the device, and no backend knobs (each backend's defaults).
 func DefaultPolicy(linkRate uint64) Policy {
 	return Policy{
 		LinkRate:    linkRate,
@@ -250,15 +144,7 @@ func DefaultPolicy(linkRate uint64) Policy {
 		StaticCeil:  DefaultStaticCeil,
 		NonGBRMin:   DefaultNonGBRMin,
 		DefaultRate: DefaultNonGBRMin,
-		Burst:       DefaultBurst,
-		CBurst:      DefaultBurst,
-		Quantum:     DefaultQuantum,
-		MaxFrame:    DefaultMaxFrame,
-		Prio:        0,
-		Leaf:        LeafSpec{Kind: LeafAuto, Limit: 1000, TargetUs: 5000, IntervalUs: 100000},
 		Admission:   Refuse,
-		Classifier:  KindAuto,
-		Pool:        DefaultPool,
 		Accounting:  AccountPacket,
 	}
 }

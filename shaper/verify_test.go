@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
@@ -28,8 +29,8 @@ func flowClass(minor uint16, k shaper.Key) class { return class{minor, shaper.Ro
 // packets pk gives its minor, and, when snap is set, the GTP-U program's
 // unplaced packets and dangling entries, taken from the snapshot as the
 // HTB backend takes them.
-func inspection(cls shaper.ClassifierKind, snap *gtpu.Snapshot, pk map[uint16]uint64, flows ...class) *shaper.Inspection {
-	in := &shaper.Inspection{Dev: "n3", Backend: "htb", Owned: true, Root: "6771:", Classifier: cls, Default: "6771:2"}
+func inspection(cls classify.Kind, snap *gtpu.Snapshot, pk map[uint16]uint64, flows ...class) *shaper.Inspection {
+	in := &shaper.Inspection{Dev: "n3", Backend: "htb", Owned: true, Root: "6771:", Classifier: string(cls), Default: "6771:2"}
 	ids := map[uint32]bool{}
 	for _, c := range append([]class{{1, shaper.RoleLink, shaper.Key{}}, {2, shaper.RoleDefault, shaper.Key{}}}, flows...) {
 		cs := shaper.ClassState{Handle: fmt.Sprintf("6771:%x", c.minor), Role: c.role, Key: c.key}
@@ -60,7 +61,7 @@ func TestVerify(t *testing.T) {
 	fw := flowClass(0x10, shaper.Key{Mark: 2})
 	bare := flowClass(0x12, shaper.Key{})
 	entries := map[gtpu.Key]uint32{{TEID: 100, QFI: 2}: root | 0x10, {TEID: 999, QFI: 3}: root | 0x11}
-	gtp := shaper.KindGTPU
+	gtp := classify.KindGTPU
 	for _, tc := range []struct {
 		name          string
 		before, after *shaper.Inspection
@@ -101,14 +102,14 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name:   "fw: idle flow while the default class grows",
-			before: inspection(shaper.KindFw, nil, nil, fw),
-			after:  inspection(shaper.KindFw, nil, map[uint16]uint64{2: 100}, fw),
+			before: inspection(classify.KindFw, nil, nil, fw),
+			after:  inspection(classify.KindFw, nil, map[uint16]uint64{2: 100}, fw),
 			want:   []string{"class 6771:10 (mark=0x2) counted no packets in 2s while the default class 6771:2 counted 100 packets"},
 		},
 		{
 			name:   "flow class no entry points at",
-			before: inspection(shaper.KindFw, nil, nil, fw, bare),
-			after:  inspection(shaper.KindFw, nil, map[uint16]uint64{0x10: 3}, fw, bare),
+			before: inspection(classify.KindFw, nil, nil, fw, bare),
+			after:  inspection(classify.KindFw, nil, map[uint16]uint64{0x10: 3}, fw, bare),
 			want:   []string{"class 6771:12: no fw classifier entry points at it"},
 		},
 		{
@@ -120,8 +121,8 @@ func TestVerify(t *testing.T) {
 		},
 		{
 			name:       "counter went backwards (class re-created): not counting, no problem",
-			before:     inspection(shaper.KindFw, nil, map[uint16]uint64{0x10: 50}, fw),
-			after:      inspection(shaper.KindFw, nil, map[uint16]uint64{0x10: 3}, fw),
+			before:     inspection(classify.KindFw, nil, map[uint16]uint64{0x10: 50}, fw),
+			after:      inspection(classify.KindFw, nil, map[uint16]uint64{0x10: 3}, fw),
 			wantInSumm: "1 flow classes, 0 counting, default class +0 packets in 2s (classifier fw;",
 		},
 	} {

@@ -12,6 +12,7 @@ import (
 	"github.com/free5gc/gtpqos/mtu"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/devlock"
 	"github.com/free5gc/gtpqos/watch"
 )
@@ -40,8 +41,9 @@ type Device struct {
 	// frame) or "frame".
 	Accounting string `json:"accounting,omitempty"`
 	Overhead   uint32 `json:"overhead,omitempty"`
-	// GTPU lists the gtpqos clsact programs attached to the device.
-	GTPU []shaper.Attachment `json:"gtpu,omitempty"`
+	// Attachments lists the gtpqos clsact programs attached to the device
+	// (the stock-gtp5g classifier; "gtpu" in JSON, as before).
+	Attachments []shaper.Attachment `json:"gtpu,omitempty"`
 	// Error is why the device could not be read (empty if it could).
 	Error string `json:"error,omitempty"`
 }
@@ -85,7 +87,7 @@ type DeviceTrees struct {
 type reading struct {
 	dev  Device
 	dir  shaper.Direction
-	be   shaper.Backend
+	be   backends.ReadCloser
 	in   *shaper.Inspection
 	at   time.Time
 	ix   *shaper.Index[shaper.ClassState]
@@ -153,7 +155,7 @@ func (n DeviceTrees) Read(ctx context.Context, flows []shaper.Flow) (TreeView, e
 // up in Device.Error.
 func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.Direction) *reading {
 	r := &reading{dev: Device{Role: role, Dev: dev, Mode: "none"}, dir: dir}
-	be, err := backends.Open(dev, backends.Options{NetNS: n.NetNS, N3: n.N3, Direction: dir})
+	be, err := backends.OpenReader(dev, backends.Options{NetNS: n.NetNS, N3: n.N3, Direction: dir})
 	if err != nil {
 		r.dev.Error = err.Error()
 		return r
@@ -169,10 +171,10 @@ func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.D
 		r.dev.Error = err.Error()
 		return r
 	}
-	r.in, r.dev.GTPU = in, in.Attachments
+	r.in, r.dev.Attachments = in, in.Attachments
 	for _, a := range in.Attachments {
 		if a.Hook == "egress" {
-			r.dev.Mode = ModeName(shaper.KindGTPU)
+			r.dev.Mode = ModeName(classify.KindGTPU)
 		}
 	}
 	if !in.Owned {
@@ -181,7 +183,7 @@ func (n DeviceTrees) inspect(ctx context.Context, role, dev string, dir shaper.D
 	r.dev.Tree, r.dev.Root, r.dev.FlowClasses = true, in.Root, len(in.FlowClasses())
 	r.dev.Accounting, r.dev.Overhead = in.Accounting.String(), in.Overhead
 	if in.Classifier != "" {
-		r.dev.Mode = ModeName(in.Classifier)
+		r.dev.Mode = ModeName(classify.Kind(in.Classifier))
 	}
 	r.ix = shaper.NewIndex[shaper.ClassState](len(in.Classes))
 	for _, c := range in.FlowClasses() {
@@ -216,9 +218,9 @@ func (r *reading) classes(flows []shaper.Flow) map[FlowKey]ClassInfo {
 }
 
 // ModeName is the classification mode as status prints it.
-func ModeName(k shaper.ClassifierKind) string {
+func ModeName(k classify.Kind) string {
 	switch k {
-	case shaper.KindFw, shaper.KindBPF:
+	case classify.KindFw, classify.KindBPF:
 		return fmt.Sprintf("mark (%s)", k)
 	case "":
 		return "none"

@@ -17,6 +17,7 @@ import (
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/devlock"
 )
 
@@ -239,7 +240,7 @@ func TestUplinkClasses(t *testing.T) {
 }
 
 func TestStatusModeNames(t *testing.T) {
-	for k, want := range map[shaper.ClassifierKind]string{shaper.KindFw: "mark (fw)", shaper.KindBPF: "mark (bpf)", shaper.KindGTPU: "gtpu", "": "none"} {
+	for k, want := range map[classify.Kind]string{classify.KindFw: "mark (fw)", classify.KindBPF: "mark (bpf)", classify.KindGTPU: "gtpu", "": "none"} {
 		if got := ModeName(k); got != want {
 			t.Errorf("ModeName(%q) = %q, want %q", k, got, want)
 		}

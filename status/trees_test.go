@@ -105,7 +105,7 @@ func TestIntegrationStatusTreesGTPU(t *testing.T) {
 			t.Errorf("%s %s: %+v; want tree 6771: with 2 flow classes, mode gtpu", d.Role, d.Dev, d)
 		}
 		var got []string
-		for _, g := range d.GTPU {
+		for _, g := range d.Attachments {
 			got = append(got, g.Name)
 			if g.Entries != 2 || g.Dev != d.Dev {
 				t.Errorf("%s: %s has %d entries (dev %q), want 2", d.Dev, g.Name, g.Entries, g.Dev)
@@ -164,7 +164,7 @@ func TestIntegrationStatusTreesMark(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	if len(v.Devices) != 2 || !strings.HasPrefix(v.Devices[0].Mode, "mark (") || len(v.Devices[0].GTPU) != 0 ||
+	if len(v.Devices) != 2 || !strings.HasPrefix(v.Devices[0].Mode, "mark (") || len(v.Devices[0].Attachments) != 0 ||
 		!v.Devices[0].Tree || v.Devices[0].Root != "6771:" || v.Devices[0].FlowClasses != 2 ||
 		v.Devices[0].Accounting != "packet" || v.Devices[0].Overhead != 58 {
 		t.Fatalf("devices %+v; want N3 with tree 6771: of 2 flow classes counting user packets (overhead 58, an Ethernet N3 device), mode mark (fw|bpf), no gtpu programs", v.Devices)

@@ -166,7 +166,7 @@ func (c Config) Policies() (dl, ul shaper.Policy, err error) {
 func (c Config) policy(link uint64) (shaper.Policy, error) {
 	pol := shaper.DefaultPolicy(link)
 	py := c.Policy
-	if c.Classifier != "" && c.Classifier != string(shaper.KindAuto) {
+	if c.Classifier != "" && c.Classifier != "auto" { // auto: the policy's
 		py.Classifier = c.Classifier
 	}
 	if err := py.Apply(&pol); err != nil {

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/backends"
+	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -22,10 +25,11 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("example policies: %v", err)
 	}
-	want := shaper.DefaultPolicy(1e9)
-	want.Leaf.Kind = shaper.LeafAuto
-	if dl.LinkRate != 1e9 || ul.LinkRate != 1e9 || dl.NonGBRMin != want.NonGBRMin || dl.Burst != want.Burst ||
-		dl.Quantum != want.Quantum || dl.Admission != shaper.Refuse || dl.Mode != shaper.Aware {
+	want := htb.DefaultPolicy(1e9)
+	want.Leaf.Kind = htb.LeafAuto
+	hdl := htbPolicy(t, dl)
+	if dl.LinkRate != 1e9 || ul.LinkRate != 1e9 || dl.NonGBRMin != want.NonGBRMin || hdl.Burst != want.Burst ||
+		hdl.Quantum != want.Quantum || dl.Admission != shaper.Refuse || dl.Mode != shaper.Aware {
 		t.Fatalf("example policy %+v, want the seed defaults at 1gbit", dl)
 	}
 }
@@ -180,11 +184,12 @@ func TestConfigLegacyKeysMapToFlowsFilePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dl, _, err := cfg.Policies()
+	sdl, _, err := cfg.Policies()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dl.Quantum != 20000 || dl.MaxFrame != 9000 || dl.Burst != 64*1024 || dl.Admission != shaper.Clamp || dl.Classifier != shaper.KindFw {
+	dl := htbPolicy(t, sdl)
+	if dl.Quantum != 20000 || dl.MaxFrame != 9000 || dl.Burst != 64*1024 || dl.Admission != shaper.Clamp || dl.Classifier != classify.KindFw {
 		t.Fatalf("legacy config gave %+v", dl)
 	}
 }
@@ -202,7 +207,11 @@ func TestDaemonReloadSetsPoliciesOnNextApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As on stock gtp5g: the daemon classifies by GTP-U header.
-	dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
+	for _, p := range []*shaper.Policy{&dlPol, &ulPol} {
+		if *p, err = backends.Override(*p, shaper.Knobs{"classifier": "gtpu"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	src := newScriptedSource()
 	up := flow(2, 1, 9, 0, 2e6)
 	up.Direction = shaper.Uplink
@@ -227,10 +236,10 @@ func TestDaemonReloadSetsPoliciesOnNextApply(t *testing.T) {
 	eventually(t, 5*time.Second, "the reloaded policies applied", func() bool {
 		return dl.policy().LinkRate == 50e6 && ul.policy().LinkRate == 20e6
 	})
-	if got := dl.policy(); got.NonGBRMin != 2e6 || got.DefaultRate != 2e6 || got.Classifier != shaper.KindGTPU {
+	if got := dl.policy(); got.NonGBRMin != 2e6 || got.DefaultRate != 2e6 || htbPolicy(t, got).Classifier != classify.KindGTPU {
 		t.Fatalf("after reload: downlink policy %+v; want non_gbr_min 2mbit and classifier gtpu kept", got)
 	}
-	if got := ul.policy(); got.Classifier != shaper.KindGTPU {
+	if got := htbPolicy(t, ul.policy()); got.Classifier != classify.KindGTPU {
 		t.Fatalf("after reload: uplink classifier %s, want gtpu kept", got.Classifier)
 	}
 	if resyncs, _ := dl.counts(); resyncs != 2 {
@@ -314,4 +323,14 @@ func TestConfigRefusesTinyIntervals(t *testing.T) {
 			t.Errorf("%s: 1ns: err = %v, want it refused naming %s", key, err, key)
 		}
 	}
+}
+
+// htbPolicy is pol with its HTB knobs decoded.
+func htbPolicy(t testing.TB, pol shaper.Policy) htb.Policy {
+	t.Helper()
+	hp, err := htb.PolicyOf(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hp
 }

@@ -19,12 +19,14 @@ import (
 // fails fast, with one error naming the thing at fault, before anything is
 // changed.
 type Daemon struct {
-	cfg     Config
-	obs     Observer
-	eng     *Engine
-	src     *GTP5GSource
-	dl, ul  shaper.Backend
-	shared  *backends.Shared
+	cfg    Config
+	obs    Observer
+	eng    *Engine
+	src    *GTP5GSource
+	dl, ul shaper.Backend
+	shared *backends.Shared
+	// marks says whether gtp5g marks the packets (the patch) or not.
+	marks   backends.Marks
 	metrics *Metrics
 	// Mode says how the daemon follows gtp5g and classifies packets, in
 	// one line.
@@ -65,17 +67,21 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		return nil, fmt.Errorf("gtp5g features: %w", err)
 	}
 	patched := feats.Has(gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents)
-	if patched && dlPol.Classifier == shaper.KindGTPU {
-		return nil, fmt.Errorf("classifier gtpu is for stock gtp5g; this gtp5g (features %s) marks packets: use auto, fw or bpf", feats)
-	}
+	d.marks = backends.Marked
 	if !patched {
-		d.shared = backends.NewShared(cfg.N3)
+		d.marks, d.shared = backends.Unmarked, backends.NewShared(cfg.N3)
+	}
+	// The backend says how it will find each packet's flow, or why it
+	// cannot with this gtp5g.
+	binding, err := backends.Check(dlPol, backends.Options{Backend: cfg.Policy.Backend, Marks: d.marks, Shared: d.shared})
+	if err != nil {
+		return nil, fmt.Errorf("gtp5g features %s: %w", feats, err)
 	}
 	// The devices must exist, and no other writer (another watch, an
 	// apply, a reset) may hold them: opening the backends as the writer
 	// takes each device's lock, for the daemon's lifetime, before the
 	// mark mode changes.
-	if err := d.openBackends(); err != nil {
+	if err := d.openBackends(&dlPol); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -85,7 +91,7 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	markMode, err := d.markMode(gc, feats, patched, &dlPol, &ulPol)
+	markMode, err := d.markMode(gc, feats, patched, binding)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -113,14 +119,14 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 }
 
 // markMode sets the patched module's mark mode (refusing qfi where flows
-// would merge) or, on stock gtp5g, switches the policies to the GTP-U
-// classifier, and says so in d.Mode.
-func (d *Daemon) markMode(gc *gtpnl.Client, feats gtpnl.Features, patched bool, dlPol, ulPol *shaper.Policy) (gtpnl.MarkMode, error) {
+// would merge), and says in d.Mode how the daemon follows gtp5g and how
+// the backend binds packets to their classes (binding, from
+// backends.Check).
+func (d *Daemon) markMode(gc *gtpnl.Client, feats gtpnl.Features, patched bool, binding string) (gtpnl.MarkMode, error) {
 	cfg := d.cfg
 	if !patched {
-		dlPol.Classifier, ulPol.Classifier = shaper.KindGTPU, shaper.KindGTPU
-		d.Mode = fmt.Sprintf("mode: polling every %s (stock gtp5g, features %s: no QoS events), classifier gtpu (TEID+QFI from the GTP-U header)",
-			time.Duration(cfg.Poll), feats)
+		d.Mode = fmt.Sprintf("mode: polling every %s (stock gtp5g, features %s: no QoS events), %s",
+			time.Duration(cfg.Poll), feats, binding)
 		return gtpnl.MarkOff, nil
 	}
 	if err := checkQFIMode(gc, cfg.MarkMode, feats); err != nil {
@@ -130,23 +136,21 @@ func (d *Daemon) markMode(gc *gtpnl.Client, feats gtpnl.Features, patched bool, 
 	if err != nil {
 		return 0, err
 	}
-	d.Mode = fmt.Sprintf("mode: events (%s), classifier %s by mark", line, dlPol.Classifier)
+	d.Mode = fmt.Sprintf("mode: events (%s), %s", line, binding)
 	return mode, nil
 }
 
 // openBackends opens the N3 (downlink) and N6 (uplink) backends, in
-// incremental mode, sharing one GTP-U classifier on stock gtp5g, as the
-// devices' writer: each holds its device's lock until Close.
-func (d *Daemon) openBackends() error {
+// incremental mode, set up for pol and for what gtp5g's packets carry
+// (sharing what they share on stock gtp5g), as the devices' writer: each
+// holds its device's lock until Close.
+func (d *Daemon) openBackends(pol *shaper.Policy) error {
 	o := backends.Options{Backend: d.cfg.Policy.Backend, Force: d.cfg.Force, Incremental: true, N3: d.cfg.N3,
-		Writer: "watch", LockDir: d.cfg.LockDir,
+		Policy: pol, Marks: d.marks, Shared: d.shared, Writer: "watch", LockDir: d.cfg.LockDir,
 		OnPool: func(dev string, ready, want int) {
 			d.metrics.spares(dev, ready)
 			d.obs.Note(fmt.Sprintf("dev %s: %d of %d spare classes ready", dev, ready, want))
 		}}
-	if d.shared != nil { // stock gtp5g: the GTP-U classifier
-		o.Classifier, o.Shared = shaper.KindGTPU, d.shared
-	}
 	var err error
 	o.Direction, o.WriterRole = shaper.Downlink, "n3"
 	if d.dl, err = backends.Open(d.cfg.N3, o); err != nil {
@@ -239,7 +243,7 @@ func (d *Daemon) Reload(cfg Config) (note string, err error) {
 	}
 	// The classification mode is the daemon's, not the file's.
 	if cur, ok := d.eng.Policy(shaper.Downlink); ok {
-		dl.Classifier, ul.Classifier = cur.Classifier, cur.Classifier
+		dl, ul = backends.KeepBinding(cur, dl), backends.KeepBinding(cur, ul)
 	}
 	d.eng.SetPolicies(dl, ul)
 	if cfg.N3 != d.cfg.N3 || cfg.N6 != d.cfg.N6 || cfg.MetricsAddr != d.cfg.MetricsAddr || cfg.LockDir != d.cfg.LockDir ||

@@ -27,10 +27,10 @@ func (l *htbLab) stockBackend(t testing.TB) (*htb.Backend, shaper.Policy, *backe
 	}
 	t.Cleanup(h.Close)
 	gc := backends.NewShared(l.dev)
-	be := l.backend(t, backends.Options{Classifier: shaper.KindGTPU, Shared: gc, Direction: shaper.Downlink})
+	be := l.backend(t, backends.Options{Marks: backends.Unmarked, Shared: gc, Direction: shaper.Downlink})
 	pol := l.pol
-	pol.Classifier = shaper.KindGTPU
-	return be, pol, gc, h
+	pol.Classifier = classify.KindGTPU
+	return be, pol.Shaper(), gc, h
 }
 
 // stockFlows are downlink flows as qosview yields them on stock gtp5g: no

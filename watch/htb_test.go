@@ -27,7 +27,7 @@ type htbLab struct {
 	ns   *testenv.NetNS
 	dev  string
 	h    *netlink.Handle
-	pol  shaper.Policy
+	pol  htb.Policy
 	peer string
 }
 
@@ -48,8 +48,8 @@ func newHTBLab(t testing.TB, link uint64) *htbLab {
 		t.Fatalf("netlink handle in %s: %v", ns.Name, err)
 	}
 	t.Cleanup(h.Close)
-	pol := shaper.DefaultPolicy(link)
-	pol.Leaf.Kind = shaper.LeafFIFO // the host kernel has no fq_codel
+	pol := htb.DefaultPolicy(link)
+	pol.Leaf.Kind = htb.LeafFIFO // the host kernel has no fq_codel
 	return &htbLab{ns: ns, dev: dev, h: h, pol: pol, peer: peer}
 }
 
@@ -74,7 +74,7 @@ func (l *htbLab) backend(t testing.TB, o backends.Options) *htb.Backend {
 // options are the engine options of a daemon shaping the lab's device
 // downlink with be under the lab's policy.
 func (l *htbLab) options(src Source, be shaper.Backend) Options {
-	return Options{Source: src, Downlink: withClassList{be}, DownlinkPolicy: l.pol}
+	return Options{Source: src, Downlink: withClassList{be}, DownlinkPolicy: l.pol.Shaper()}
 }
 
 // withClassList has full applies report the class list too, which the

@@ -46,7 +46,7 @@ func NewMetrics() *Metrics {
 			Name: "gtpqos_spare_classes", Help: "Spare classes kept ready for new flows, per device (the pool's background build).",
 		}, []string{"dev"}),
 		classes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "gtpqos_classes", Help: "HTB classes in the desired tree, per device.",
+			Name: "gtpqos_classes", Help: "Classes in the desired tree, per device.",
 		}, []string{"dev"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gtpqos_reconcile_runs_total", Help: "Reconcile runs, per device and result (ok, error).",

@@ -35,11 +35,11 @@ var classFamilies = []struct {
 	name, help string
 	value      func(shaper.Counters) uint64
 }{
-	{"gtpqos_class_sent_bytes_total", "Bytes sent by a flow's HTB class, in the tree's accounting unit (packet: the user's packets; frame: whole frames).",
+	{"gtpqos_class_sent_bytes_total", "Bytes sent by a flow's class, in the tree's accounting unit (packet: the user's packets; frame: whole frames).",
 		func(c shaper.Counters) uint64 { return c.Bytes }},
-	{"gtpqos_class_sent_packets_total", "Packets sent by a flow's HTB class.", func(c shaper.Counters) uint64 { return c.Packets }},
-	{"gtpqos_class_drops_total", "Packets dropped in a flow's HTB class.", func(c shaper.Counters) uint64 { return c.Drops }},
-	{"gtpqos_class_overlimits_total", "HTB overlimit events of a flow's class.", func(c shaper.Counters) uint64 { return c.Overlimits }},
+	{"gtpqos_class_sent_packets_total", "Packets sent by a flow's class.", func(c shaper.Counters) uint64 { return c.Packets }},
+	{"gtpqos_class_drops_total", "Packets dropped in a flow's class.", func(c shaper.Counters) uint64 { return c.Drops }},
+	{"gtpqos_class_overlimits_total", "Overlimit events of a flow's class (the class was over its rate or ceil).", func(c shaper.Counters) uint64 { return c.Overlimits }},
 }
 
 // devClasses is one device's flow classes with their counters, read once

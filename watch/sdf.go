@@ -16,10 +16,10 @@ func (d *Daemon) setSDF(pdrs []gtpnl.PDR, fars []gtpnl.FAR, flows []shaper.Flow)
 	}
 	notes, err := d.shared.SetSDF(rules)
 	for _, n := range notes {
-		d.obs.Note("gtpu classifier: " + n)
+		d.obs.Note("classifier: " + n)
 	}
 	if err != nil {
-		d.obs.Note("gtpu classifier: SDF rules not written: " + err.Error())
+		d.obs.Note("classifier: SDF rules not written: " + err.Error())
 	}
 	return probs
 }

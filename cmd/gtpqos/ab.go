@@ -15,6 +15,7 @@ import (
 
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/lab/ab"
+	"github.com/free5gc/gtpqos/shaper/backends"
 )
 
 func init() {
@@ -27,7 +28,7 @@ func init() {
 
 const abUsage = `usage: gtpqos ab [flags] [NAME=]FLOWS.yaml[,policer=on|off] ...
 
-Runs each arm in turn (A B A B ...), --runs times: applies the arm's HTB tree,
+Runs each arm in turn (A B A B ...), --runs times: applies the arm's tree,
 warms up, samples per-class counters over --window and (with --lab) the
 receivers' goodput; prints mean ± 95% CI per flow, GBR/MBR compliance and the
 aggregate against the payload ceiling, and writes results.json, results.csv,
@@ -56,15 +57,15 @@ func (f *abFlags) flagSet() *flag.FlagSet {
 	fs.BoolVar(&f.Lab, "lab", false, "run in a network-namespace lab (user-space UPF and gNB, built-in traffic)")
 	fs.BoolVar(&f.Demo, "demo", false, "the seed's arms (examples/seed-static.yaml, seed-aware.yaml), 2 runs of 20 s, window 5-15")
 	fs.BoolVar(&f.TCP, "tcp", false, "TCP instead of UDP (lab; same contracts)")
-	fs.BoolVar(&f.NoMarks, "no-marks", false, "lab: send every flow with mark 0 (stock gtp5g) and classify by (TEID, QFI) with the gtpu BPF classifier")
+	fs.BoolVar(&f.NoMarks, "no-marks", false, "lab: send every flow with mark 0 (stock gtp5g) and classify by (TEID, QFI) from the GTP-U header")
 	fs.IntVar(&f.Runs, "runs", 0, "runs per arm (default 2 with --demo, else 3)")
 	fs.StringVar(&f.Duration, "duration", "", "length of one run, seconds or a Go duration (default 20s with --demo, else 60s)")
 	fs.StringVar(&f.Window, "window", "", "analysis window FROM-TO in seconds from the start (default 5-15 with --demo, else 10-50)")
 	fs.StringVar(&f.Traffic, "traffic", lab.TrafficBuiltin, "lab traffic generator: builtin or iperf3")
 	fs.StringVar(&f.out, "out", "out", "output directory")
 	fs.StringVar(&f.Dev, "dev", "", "device to shape and measure (without --lab)")
-	fs.StringVar(&f.Classifier, "classifier", "", "classifier kind override: auto, fw, bpf")
-	fs.StringVar(&f.Leaf, "leaf", "", "leaf qdisc override: auto, fq_codel, fifo")
+	fs.StringVar(&f.Classifier, "classifier", "", "classifier kind override: "+backends.Choices("classifier"))
+	fs.StringVar(&f.Leaf, "leaf", "", "leaf qdisc override: "+backends.Choices("leaf"))
 	fs.StringVar(&f.LabPDRs, "lab-pdrs", "", "lab: YAML file with a 'pdrs:' list (name, seid, qer, ue, dn, ue_port, teid, qfi, mark) instead of the seed's three (docs/lab.md)")
 	fs.Float64Var(&f.Tolerance, "tolerance", 0.05, "GBR/MBR compliance tolerance (0.05 = 5%)")
 	fs.IntVar(&f.Payload, "payload", lab.DefaultPayload, "UDP payload bytes (lab traffic, and the payload ceiling; 0 = derive from the frame)")

@@ -17,7 +17,7 @@ import (
 func init() {
 	register(command{
 		name:    "apply",
-		summary: "make a device's HTB tree match a flows file (prints what changed, or 'in sync')",
+		summary: "make a device's tree match a flows file (prints what changed, or 'in sync')",
 		run:     runApply,
 	})
 }
@@ -28,13 +28,13 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	file := fs.String("f", "", "flows file (YAML)")
 	dev := fs.String("dev", "", "device whose egress is shaped")
 	force := fs.Bool("force", false, "replace a root qdisc gtpqos did not create")
-	cls := fs.String("classifier", "", "classifier: auto, fw, bpf or gtpu (default: the file's policy, else auto)")
+	cls := fs.String("classifier", "", "classifier: "+backends.Choices("classifier")+" (default: the file's policy, else auto)")
 	dir := fs.String("direction", "all", "flows to shape on this device: all, downlink (N3) or uplink (N6)")
-	leaf := fs.String("leaf", "", "leaf qdisc: auto, fq_codel or fifo (default: the file's policy, else auto)")
+	leaf := fs.String("leaf", "", "leaf qdisc: "+backends.Choices("leaf")+" (default: the file's policy, else auto)")
 	lockDir := fs.String("lock-dir", devlock.DefaultDir, "directory of the per-device locks every writer (apply, reset, watch) holds while it writes")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos apply -f flows.yaml --dev IF [--force] [--classifier auto|fw|bpf] [--leaf auto|fq_codel|fifo] [--direction all|downlink|uplink] [--lock-dir /run/gtpqos]")
+			fmt.Fprintln(stdout, "usage: gtpqos apply -f flows.yaml --dev IF [--force] [--classifier KIND] [--leaf KIND] [--direction all|downlink|uplink] [--lock-dir /run/gtpqos]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
@@ -61,9 +61,9 @@ func runApply(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(ff.Flows) == 0 && total > 0 && !*force {
 		return fmt.Errorf("--direction %s selects none of the %d flows in %s: applying would take every class off %s (pass --force to do that, or gtpqos reset)", d, total, *file, *dev)
 	}
-	bo := backends.Options{Backend: ff.Policy.Backend, Force: *force, Classifier: ff.Policy.Classifier, Direction: d}
-	if d == shaper.Uplink && bo.Classifier == shaper.KindGTPU {
-		return usagef("--classifier gtpu on an uplink device needs the N3 device's ingress program: use gtpqos watch (--n3/--n6)")
+	bo := backends.Options{Backend: ff.Policy.Backend, Force: *force, Policy: &ff.Policy, Direction: d}
+	if _, err := backends.Check(ff.Policy, bo); err != nil {
+		return usagef("%v", err)
 	}
 	bo.Writer, bo.LockDir = "apply", *lockDir
 	be, err := backends.Open(*dev, bo)

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"syscall"
 
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/backends"
 )
 
 // command is one gtpqos subcommand.
@@ -74,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	// Where BPF classifiers are pinned (a bpffs directory): see docs/deploy.md.
-	classify.SetPinRoot(os.Getenv("GTPQOS_BPF_PIN_DIR"))
+	backends.SetPinRoot(os.Getenv("GTPQOS_BPF_PIN_DIR"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := c.run(ctx, args[1:], stdout)

@@ -15,7 +15,7 @@ import (
 func init() {
 	register(command{
 		name:    "plan",
-		summary: "print the HTB tree for a flows file as tc commands, plus problems (changes nothing)",
+		summary: "print the tree for a flows file as the commands an operator would type, plus problems (changes nothing)",
 		run:     runPlan,
 	})
 }
@@ -56,18 +56,15 @@ func selected(n, total int, dir shaper.Direction, all bool) string {
 	return fmt.Sprintf("%d of %d flows selected (%s)", n, total, dir)
 }
 
-// overridePolicy applies --classifier and --leaf to the file's policy.
+// overridePolicy applies --classifier and --leaf to the file's policy: the
+// backend's knobs of those names (errors name the flag).
 func overridePolicy(ff shaper.FlowsFile, classifier, leaf string) (shaper.FlowsFile, error) {
-	var err error
-	if classifier != "" {
-		if ff.Policy.Classifier, err = shaper.ParseClassifierKind(classifier); err != nil {
-			return ff, usagef("--classifier: %v", err)
+	for _, o := range []struct{ knob, v string }{{"classifier", classifier}, {"leaf", leaf}} {
+		pol, err := backends.Override(ff.Policy, shaper.Knobs{o.knob: o.v})
+		if err != nil {
+			return ff, usagef("--%v", err)
 		}
-	}
-	if leaf != "" {
-		if ff.Policy.Leaf.Kind, err = shaper.ParseLeafKind(leaf); err != nil {
-			return ff, usagef("--leaf: %v", err)
-		}
+		ff.Policy = pol
 	}
 	return ff, nil
 }
@@ -77,11 +74,11 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	file := fs.String("f", "", "flows file (YAML)")
 	dev := fs.String("dev", "", "device name to show in the commands (default DEV)")
-	cls := fs.String("classifier", "", "classifier: auto, fw or bpf (default: the file's policy)")
+	cls := fs.String("classifier", "", "classifier: "+backends.Choices("classifier")+" (default: the file's policy)")
 	dir := fs.String("direction", "all", "flows to include: all, downlink or uplink")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos plan -f flows.yaml [--dev IF] [--classifier auto|fw|bpf] [--direction all|downlink|uplink]")
+			fmt.Fprintln(stdout, "usage: gtpqos plan -f flows.yaml [--dev IF] [--classifier KIND] [--direction all|downlink|uplink]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
@@ -107,7 +104,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "# %s: %d flows, link %s, mode %s, admission %s, classifier %s\n",
-		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, p.Classifier)
+		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, p.Binding)
 	fmt.Fprintf(stdout, "# %s\n", p.Accounting)
 	fmt.Fprint(stdout, p.Render(*dev))
 	for _, pr := range p.Problems {

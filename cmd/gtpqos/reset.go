@@ -14,7 +14,7 @@ import (
 func init() {
 	register(command{
 		name:    "reset",
-		summary: "remove what gtpqos created on a device: its HTB tree and its GTP-U classifier filters (nothing else)",
+		summary: "remove what gtpqos created on a device: its tree and its classifier filters (nothing else)",
 		run:     runReset,
 	})
 }
@@ -27,7 +27,7 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: gtpqos reset --dev IF [--lock-dir /run/gtpqos]")
-			fmt.Fprintln(stdout, "Removes the HTB tree rooted at 6771: and the clsact filters named gtpqos-* (stock-gtp5g GTP-U classifier); foreign qdiscs and filters stay.")
+			fmt.Fprintln(stdout, "Removes the tree gtpqos created (root 6771:) and the clsact filters named gtpqos-* (the stock-gtp5g classifier); foreign qdiscs and filters stay.")
 			return nil
 		}
 		return usagef("%v", err)

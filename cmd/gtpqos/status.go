@@ -146,7 +146,7 @@ func deviceLine(d status.Device) string {
 		s += "no gtpqos tree"
 	}
 	s += ", classification " + d.Mode
-	for _, g := range d.GTPU {
+	for _, g := range d.Attachments {
 		s += fmt.Sprintf("; %s (program %d): %d entries", g.Name, g.ProgramID, g.Entries)
 		if len(g.Counters) > 0 {
 			s += ", " + counterList(g.Counters)

@@ -67,7 +67,7 @@ func TestStatusClassColumns(t *testing.T) {
 	r := uint64(16_700_000)
 	rep.Flows[0].Class, rep.Flows[0].Rate, rep.RateSource = "6771:10", &r, "fake"
 	rep.Devices = []status.Device{{Role: "N3", Dev: "eth1", Tree: true, Root: "6771:", FlowClasses: 1, Mode: "gtpu",
-		GTPU: []shaper.Attachment{{Dev: "eth1", Hook: "egress", Name: gtpu.FilterDownlink, ProgramID: 7, Entries: 1,
+		Attachments: []shaper.Attachment{{Dev: "eth1", Hook: "egress", Name: gtpu.FilterDownlink, ProgramID: 7, Entries: 1,
 			Counters: map[string]uint64{"hit": 5, "miss": 2, "no-qfi": 0, "not-gtp": 0}}}}}
 	var buf bytes.Buffer
 	renderStatus(&buf, rep)
@@ -105,7 +105,7 @@ func TestStatusDeviceLine(t *testing.T) {
 		{status.Device{Role: "N6", Dev: "gqnone0", Mode: "none", Error: "device gqnone0: Link not found"},
 			"N6 gqnone0 (uplink): no gtpqos tree, classification none (device gqnone0: Link not found)"},
 		{status.Device{Role: "N6", Dev: "eth2", Tree: true, Root: "6771:", FlowClasses: 3, Mode: "gtpu",
-			GTPU: []shaper.Attachment{{Name: gtpu.FilterUplinkN6, ProgramID: 9, Entries: 3}}},
+			Attachments: []shaper.Attachment{{Name: gtpu.FilterUplinkN6, ProgramID: 9, Entries: 3}}},
 			"N6 eth2 (uplink): tree 6771: with 3 flow classes, classification gtpu; gtpqos-mark-egress (program 9): 3 entries"},
 	} {
 		if got := deviceLine(c.d); got != c.want {

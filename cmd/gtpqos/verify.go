@@ -24,7 +24,7 @@ func init() {
 func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	dev := fs.String("dev", "", "device with a gtpqos HTB tree")
+	dev := fs.String("dev", "", "device with a gtpqos tree")
 	interval := fs.Duration("interval", 2*time.Second, "time between the two counter readings")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -45,7 +45,7 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if *interval <= 0 {
 		return usagef("--interval must be positive")
 	}
-	be, err := backends.Open(*dev, backends.Options{})
+	be, err := backends.OpenReader(*dev, backends.Options{})
 	if err != nil {
 		return err
 	}

@@ -15,13 +15,14 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/backends"
 	"github.com/free5gc/gtpqos/watch"
 )
 
 func init() {
 	register(command{
 		name:    "watch",
-		summary: "keep the N3/N6 HTB trees in step with gtp5g's QERs, live (daemon)",
+		summary: "keep the N3/N6 trees in step with gtp5g's QERs, live (daemon)",
 		run:     runWatch,
 	})
 }
@@ -43,7 +44,7 @@ func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string,
 	fs.DurationVar((*time.Duration)(&v.Resync), "resync", time.Duration(d.Resync), "interval of the resync that reads the devices back and repairs drift")
 	fs.DurationVar((*time.Duration)(&v.Retry), "retry", time.Duration(d.Retry), "wait before retrying when gtp5g or a device is gone")
 	fs.StringVar(&v.MarkMode, "mark-mode", d.MarkMode, "gtp5g patch mark mode to set: auto (pdr where the module has it, else flow), pdr, flow, qfi or keep")
-	fs.StringVar(&v.Classifier, "classifier", d.Classifier, "classifier: auto, fw, bpf (patched gtp5g marks packets); stock gtp5g always uses gtpu (TEID+QFI)")
+	fs.StringVar(&v.Classifier, "classifier", d.Classifier, "classifier: "+backends.Choices("classifier")+" (patched gtp5g marks packets); on stock gtp5g the backend classifies by TEID+QFI")
 	fs.StringVar(&v.MetricsAddr, "metrics-addr", d.MetricsAddr, "Prometheus listen address (loopback only; 'off' disables)")
 	fs.BoolVar(&v.CleanupOnExit, "cleanup-on-exit", false, "remove the trees on SIGTERM/SIGINT (default: leave them shaping)")
 	fs.BoolVar(&v.Force, "force", false, "replace a root qdisc gtpqos did not create")

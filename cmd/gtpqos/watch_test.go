@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func TestWatchFlagsOverConfig(t *testing.T) {
 	want.Poll, want.Retry, want.Resync = watch.Duration(3*time.Second), watch.Duration(7*time.Second), watch.Duration(time.Minute)
 	want.MarkMode, want.Classifier, want.MetricsAddr, want.LockDir = "qfi", "fw", "off", "/tmp/l"
 	want.CleanupOnExit, want.Force, want.EventsBuffer, want.LogLevel = false, true, "1m", "debug"
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config\n%+v\nwant\n%+v", cfg, want)
 	}
 }

@@ -97,7 +97,11 @@ func TestSeedAcceptanceCatchesViolations(t *testing.T) {
 
 func TestMeasureFromCountersAndSeries(t *testing.T) {
 	arms := seedArms()
-	tree, probs := htb.Plan(arms[1].Flows, arms[1].Policy, nil)
+	pol, err := htb.PolicyOf(arms[1].Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, probs := htb.Plan(arms[1].Flows, pol, nil)
 	if _, bad := shaper.FirstError(probs); bad {
 		t.Fatal(probs)
 	}

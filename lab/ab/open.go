@@ -61,15 +61,8 @@ func (u undoList) run() {
 // on error, what was built is removed before OpenTarget returns.
 func OpenTarget(ctx context.Context, s Spec, o *Options, h Hooks) (t Target, closeAll func(), err error) {
 	var bo backends.Options
-	if s.Classifier != "" {
-		if bo.Classifier, err = shaper.ParseClassifierKind(s.Classifier); err != nil {
-			return nil, nil, usagef("--classifier: %v", err)
-		}
-	}
-	if s.Leaf != "" {
-		if bo.Leaf, err = shaper.ParseLeafKind(s.Leaf); err != nil {
-			return nil, nil, usagef("--leaf: %v", err)
-		}
+	if bo.Knobs, err = overrides(s); err != nil {
+		return nil, nil, err
 	}
 	var undo undoList
 	defer func() {
@@ -179,4 +172,20 @@ func OpenSweepTarget(ctx context.Context, h Hooks) (t *LabTarget, closeAll func(
 	}
 	undo.add(func() { closeTarget(ctx, t, h) })
 	return t, undo.run, nil
+}
+
+// overrides are the backend knobs --classifier and --leaf set for every
+// arm, each checked by the backend (errors name the flag).
+func overrides(s Spec) (shaper.Knobs, error) {
+	k := shaper.Knobs{}
+	for _, o := range []struct{ knob, v string }{{"classifier", s.Classifier}, {"leaf", s.Leaf}} {
+		if o.v == "" {
+			continue
+		}
+		if _, err := backends.Override(shaper.DefaultPolicy(1), shaper.Knobs{o.knob: o.v}); err != nil {
+			return nil, usagef("--%v", err)
+		}
+		k[o.knob] = o.v
+	}
+	return k, nil
 }

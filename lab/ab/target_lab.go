@@ -47,7 +47,7 @@ func NewLabTarget(l *lab.Lab, o LabOptions) (*LabTarget, error) {
 	bo.NetNS, bo.Direction = l.UPFNetNS(), shaper.Downlink
 	if o.NoMarks {
 		t.shared = backends.NewShared(lab.N3Dev)
-		bo.Classifier, bo.Shared = shaper.KindGTPU, t.shared
+		bo.Marks, bo.Shared = backends.Unmarked, t.shared
 	}
 	be, err := backends.Open(lab.N3Dev, bo)
 	if err != nil {

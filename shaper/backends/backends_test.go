@@ -8,8 +8,8 @@ import (
 )
 
 func TestOpenRefusesUnknownBackendAndDevice(t *testing.T) {
-	if _, err := Open("lo", Options{Backend: "edt"}); err == nil || !strings.Contains(err.Error(), `unknown backend "edt"`) {
-		t.Errorf("unknown backend: %v", err)
+	if _, err := Open("lo", Options{Backend: "nosuch"}); err == nil || err.Error() != `unknown backend "nosuch" (known: `+strings.Join(Names(), ", ")+")" {
+		t.Errorf("unknown backend: %v, want one line listing the known ones", err)
 	}
 	if _, err := Open("gqnosuchdev0", Options{}); err == nil || !strings.Contains(err.Error(), "gqnosuchdev0") {
 		t.Errorf("missing device: %v, want an error naming it", err)
@@ -41,8 +41,42 @@ func TestPlanRendersWithoutDevice(t *testing.T) {
 	if out := up.Render("eth1"); !strings.Contains(out, "stab overhead -14 ") || !strings.Contains(out, "overhead 14 ") {
 		t.Errorf("uplink plan: want overhead 14:\n%s", out)
 	}
-	pol.Backend = "edt"
+	pol.Backend = "nosuch"
 	if _, err := Plan(flows, pol, shaper.Downlink); err == nil {
 		t.Error("plan with an unknown backend: want an error")
+	}
+}
+
+// Check refuses what the HTB backend cannot enforce before anything is
+// opened, and says how packets will be bound.
+func TestCheckRefusesGTPUWhereItCannotWork(t *testing.T) {
+	pol, err := Override(shaper.DefaultPolicy(30e6), shaper.Knobs{"classifier": "gtpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check(pol, Options{Marks: Marked}); err == nil || !strings.Contains(err.Error(), "classifier gtpu is for stock gtp5g") {
+		t.Errorf("gtpu with marked packets: %v", err)
+	}
+	if _, err := Check(pol, Options{Direction: shaper.Uplink}); err == nil || !strings.Contains(err.Error(), "N3 device's ingress program") {
+		t.Errorf("gtpu on uplink without the shared classifier: %v", err)
+	}
+	if how, err := Check(shaper.DefaultPolicy(30e6), Options{Marks: Unmarked}); err != nil || !strings.Contains(how, "gtpu") {
+		t.Errorf("unmarked packets: %q, %v; want the GTP-U classifier", how, err)
+	}
+	if how, err := Check(shaper.DefaultPolicy(30e6), Options{Marks: Marked}); err != nil || how != "classifier auto by mark" {
+		t.Errorf("marked packets: %q, %v", how, err)
+	}
+	if _, err := Override(pol, shaper.Knobs{"classifier": "fww"}); err == nil || !strings.HasPrefix(err.Error(), `classifier: unknown classifier "fww"`) {
+		t.Errorf("bad override: %v, want one line naming the knob", err)
+	}
+}
+
+// A reload keeps the running policy's classifier, and only that.
+func TestKeepBindingKeepsTheClassifierOnly(t *testing.T) {
+	running, _ := Override(shaper.DefaultPolicy(30e6), shaper.Knobs{"classifier": "gtpu"})
+	next, _ := Override(shaper.DefaultPolicy(50e6), shaper.Knobs{"classifier": "bpf", "burst": "64k"})
+	got := KeepBinding(running, next).BackendKnobs.Of("htb")
+	if got["classifier"] != "gtpu" || got["burst"] != "64k" {
+		t.Errorf("kept knobs %v, want classifier gtpu and the new burst", got)
 	}
 }

@@ -87,7 +87,7 @@ func (r *Result) Add(o Result) {
 // of the table and must unbind anything pointing at classes not in it.
 type Classifier interface {
 	// Kind names the classifier for output and policy.
-	Kind() shaper.ClassifierKind
+	Kind() Kind
 	// Sync makes the device's classification match want: it adds what is
 	// missing, changes what differs and removes what is stale, and only
 	// what it owns. It must be idempotent: Writes is 0 when nothing

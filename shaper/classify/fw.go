@@ -31,8 +31,8 @@ type Fw struct{ writes int }
 // NewFw returns the fw classifier.
 func NewFw() *Fw { return &Fw{} }
 
-// Kind returns shaper.KindFw.
-func (c *Fw) Kind() shaper.ClassifierKind { return shaper.KindFw }
+// Kind returns KindFw.
+func (c *Fw) Kind() Kind { return KindFw }
 
 func (c *Fw) TakeWrites() int { n := c.writes; c.writes = 0; return n }
 

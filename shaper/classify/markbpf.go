@@ -52,8 +52,8 @@ type MarkBPF struct {
 // loaded until Sync.
 func NewMarkBPF() *MarkBPF { return &MarkBPF{} }
 
-// Kind returns shaper.KindBPF.
-func (c *MarkBPF) Kind() shaper.ClassifierKind { return shaper.KindBPF }
+// Kind returns KindBPF.
+func (c *MarkBPF) Kind() Kind { return KindBPF }
 
 func (c *MarkBPF) TakeWrites() int { n := c.writes; c.writes = 0; return n }
 

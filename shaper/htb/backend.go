@@ -23,13 +23,14 @@ const Name = "htb"
 type Options struct {
 	// Force lets Apply replace a root qdisc gtpqos did not create.
 	Force bool
-	// Classifier overrides the policy's classifier kind ("" keeps it).
-	Classifier shaper.ClassifierKind
+	// Classifier overrides the policy's classifier kind ("" keeps it; auto
+	// makes the reconciler pick, whatever the policy says).
+	Classifier classify.Kind
 	// Custom is the classifier to use instead of a built-in one (package
 	// gtpu's views); its kind overrides the policy's.
 	Custom classify.Classifier
 	// Leaf overrides the policy's leaf kind ("" keeps it).
-	Leaf shaper.LeafKind
+	Leaf LeafKind
 	// Incremental makes Apply trust its last successful write between
 	// Resyncs (see Reconciler.Reconcile).
 	Incremental bool
@@ -88,7 +89,7 @@ func Open(h *netlink.Handle, closeH func(), dev string, o Options) (*Backend, er
 	ro := []Option{WithForce(o.Force), WithIncremental(o.Incremental), withRaw(raw)}
 	if o.Custom != nil {
 		ro = append(ro, WithClassifier(o.Custom))
-	} else if o.Classifier != "" && o.Classifier != shaper.KindAuto {
+	} else if o.Classifier != "" && o.Classifier != classify.KindAuto {
 		ro = append(ro, WithClassifierKind(o.Classifier))
 	}
 	if o.Leaf != "" {
@@ -244,7 +245,11 @@ func (b *Backend) reconcile(ctx context.Context, tree, prev *Tree, opt shaper.Ap
 // resolve applies the backend's overrides to pol and fixes its overhead
 // from the device (link type, addresses) and the backend's direction; note
 // says which bytes the classes count and why.
-func (b *Backend) resolve(pol shaper.Policy) (shaper.Policy, string, error) {
+func (b *Backend) resolve(sp shaper.Policy) (Policy, string, error) {
+	pol, err := PolicyOf(sp)
+	if err != nil {
+		return pol, "", fmt.Errorf("dev %s: %w", b.dev, err)
+	}
 	pol = b.policy(pol)
 	dir := b.opts.Direction
 	if dir == 0 {
@@ -276,11 +281,11 @@ func AccountingNote(a shaper.Accounting, over uint32, why string) string {
 }
 
 // policy applies the backend's overrides to pol.
-func (b *Backend) policy(pol shaper.Policy) shaper.Policy {
+func (b *Backend) policy(pol Policy) Policy {
 	switch {
 	case b.opts.Custom != nil:
 		pol.Classifier = b.opts.Custom.Kind()
-	case b.opts.Classifier != "" && b.opts.Classifier != shaper.KindAuto:
+	case b.opts.Classifier != "":
 		pol.Classifier = b.opts.Classifier
 	}
 	if b.opts.Leaf != "" {

@@ -22,7 +22,7 @@ func scaleFlows(first, n int) []shaper.Flow {
 	return fl
 }
 
-func scalePolicy() shaper.Policy { return shaper.DefaultPolicy(10_000 * mbit) }
+func scalePolicy() Policy { return DefaultPolicy(10_000 * mbit) }
 
 // rssMB returns the process's resident set size in MB.
 func rssMB() float64 {

@@ -62,7 +62,7 @@ func (p *planner) build() *Tree {
 
 // planHeader is the tree a plan under pol makes, without its classes: the
 // kept plan's tree for a resync is given the same one.
-func planHeader(pol shaper.Policy) *Tree {
+func planHeader(pol Policy) *Tree {
 	t := &Tree{Major: OwnedMajor, DefaultMinor: DefaultMinor, LinkRate: pol.LinkRate, Leaf: pol.Leaf, Classifier: pol.Classifier,
 		Accounting: pol.Accounting}
 	t.Overhead, _ = pol.ResolveOverhead(shaper.Downlink, shaper.DefaultEncap)

@@ -4,20 +4,19 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // builtin returns the shaper's own classifier of a kind, cached.
-func (r *Reconciler) builtin(k shaper.ClassifierKind) classify.Classifier {
+func (r *Reconciler) builtin(k classify.Kind) classify.Classifier {
 	if c, ok := r.classCache[k]; ok {
 		return c
 	}
 	var c classify.Classifier
 	switch k {
-	case shaper.KindFw:
+	case classify.KindFw:
 		c = classify.NewFw()
-	case shaper.KindBPF:
+	case classify.KindBPF:
 		c = classify.NewMarkBPF()
 	default:
 		return nil
@@ -34,10 +33,10 @@ func (r *Reconciler) checkKind(desired *Tree) error {
 		return nil
 	}
 	k := r.kind
-	if k == "" || k == shaper.KindAuto {
+	if k == "" || k == classify.KindAuto {
 		k = desired.Classifier
 	}
-	if k == "" || k == shaper.KindAuto || k == shaper.KindFw || k == shaper.KindBPF {
+	if k == "" || k == classify.KindAuto || k == classify.KindFw || k == classify.KindBPF {
 		return nil
 	}
 	return fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed with WithClassifier)", r.dev, k)
@@ -52,10 +51,10 @@ func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *
 		return r.cls, nil
 	}
 	k := r.kind
-	if k == "" || k == shaper.KindAuto {
+	if k == "" || k == classify.KindAuto {
 		k = desired.Classifier
 	}
-	if k == "" || k == shaper.KindAuto {
+	if k == "" || k == classify.KindAuto {
 		if r.autoKind != "" {
 			k = r.autoKind
 		} else {
@@ -73,14 +72,14 @@ func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *
 
 // detect adopts an installed built-in classifier, else picks fw if the
 // kernel accepts a fw filter, else bpf.
-func (r *Reconciler) detect(ctx context.Context, env classify.Env, res *Result) shaper.ClassifierKind {
-	for _, k := range []shaper.ClassifierKind{shaper.KindBPF, shaper.KindFw} {
+func (r *Reconciler) detect(ctx context.Context, env classify.Env, res *Result) classify.Kind {
+	for _, k := range []classify.Kind{classify.KindBPF, classify.KindFw} {
 		if b, err := r.builtin(k).Bindings(ctx, env); err == nil && len(b) > 0 {
 			res.Notes = append(res.Notes, fmt.Sprintf("classifier auto: adopted the installed %s classifier", k))
 			return k
 		}
-		if k == shaper.KindBPF {
-			if ok, _ := r.builtin(shaper.KindBPF).(*classify.MarkBPF).Installed(env); ok {
+		if k == classify.KindBPF {
+			if ok, _ := r.builtin(classify.KindBPF).(*classify.MarkBPF).Installed(env); ok {
 				res.Notes = append(res.Notes, "classifier auto: adopted the installed bpf classifier")
 				return k
 			}
@@ -92,20 +91,20 @@ func (r *Reconciler) detect(ctx context.Context, env classify.Env, res *Result) 
 	if f := probedFeatures(); f.known {
 		err = f.fw
 	} else {
-		err = r.builtin(shaper.KindFw).(classify.Prober).Probe(ctx, env)
+		err = r.builtin(classify.KindFw).(classify.Prober).Probe(ctx, env)
 	}
 	if err == nil {
 		res.Notes = append(res.Notes, "classifier auto: kernel has cls_fw: using fw")
-		return shaper.KindFw
+		return classify.KindFw
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("classifier auto: no cls_fw in this kernel (%v): using bpf (cls_bpf + mark->class map)", err))
-	return shaper.KindBPF
+	return classify.KindBPF
 }
 
 // removeOtherClassifiers removes built-in classifiers other than the one in
 // use (after a switch of classifier), only if they left anything.
 func (r *Reconciler) removeOtherClassifiers(ctx context.Context, env classify.Env, in classify.Classifier, res *Result) error {
-	for _, k := range []shaper.ClassifierKind{shaper.KindFw, shaper.KindBPF} {
+	for _, k := range []classify.Kind{classify.KindFw, classify.KindBPF} {
 		if in.Kind() == k {
 			continue
 		}

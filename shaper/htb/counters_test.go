@@ -101,13 +101,13 @@ func TestIntegrationFlowCounters(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
 	be := l.open(Options{Incremental: true})
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	pol.Pool = 2
 	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 0, 10), updateFlow(2, 2, 0, 10)}
 	if got, err := be.FlowCounters(ctx); err != nil || got != nil {
 		t.Fatalf("before any apply: %v, %v; want nothing", got, err)
 	}
-	if _, err := be.Apply(ctx, flows, pol, shaper.ApplyOptions{}); err != nil {
+	if _, err := be.Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	target, _ := be.plan.classes.get(be.plan.minor[flows[0].ID])
@@ -145,7 +145,7 @@ func TestIntegrationFlowCounters(t *testing.T) {
 // changed tree may send a class twice); the root, default and session
 // classes and classes the plan does not know are left out.
 func TestFlowCountersJoin(t *testing.T) {
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 0, 10), updateFlow(2, 2, 0, 10)}
 	tree, problems := Plan(flows, pol, nil)
 	st, err := newPlanState(tree, shaper.GroupBySession(flows), pol, problems)

@@ -148,7 +148,7 @@ func (l *dpLab) build(b *testing.B, n int) {
 	ctx := context.Background()
 	be := l.open(Options{})
 	start := time.Now()
-	rep, err := be.Apply(ctx, dpFlows(n), shaper.DefaultPolicy(dpLink), shaper.ApplyOptions{Strict: true})
+	rep, err := be.Apply(ctx, dpFlows(n), DefaultPolicy(dpLink).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		b.Fatalf("apply %d flows: %v", n, err)
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
@@ -33,7 +32,7 @@ func (c foreignChain) String() string {
 // the root: the one given, or a built-in one (a classifier switched from
 // is removed by removeOtherClassifiers, after the new one binds).
 func (r *Reconciler) ownsFilter(f netlink.Filter) bool {
-	cands := []classify.Classifier{r.builtin(shaper.KindFw), r.builtin(shaper.KindBPF)}
+	cands := []classify.Classifier{r.builtin(classify.KindFw), r.builtin(classify.KindBPF)}
 	if r.cls != nil {
 		cands = append(cands, r.cls)
 	}

@@ -15,7 +15,7 @@ import (
 // the lowest free minor when it is placed, where Plan numbers a whole set
 // at once), which the property test checks.
 type planState struct {
-	pol   shaper.Policy // checked (CheckPolicy)
+	pol   Policy // checked (CheckPolicy)
 	major uint16
 	base  Class // burst, cburst, quantum of every class
 	// classes are every planned class by minor.
@@ -76,15 +76,15 @@ func (d *delta) empty() bool {
 // under pol, with the problems Plan reported. It keeps input's slices
 // (the caller hands them over: a copy would cost a Flow per flow, 5 MB at
 // 65k flows).
-func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol shaper.Policy, problems []shaper.Problem) (*planState, error) {
-	pol, _, ok := shaper.CheckPolicy(pol)
+func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol Policy, problems []shaper.Problem) (*planState, error) {
+	pol, _, ok := CheckPolicy(pol)
 	if !ok {
 		return nil, fmt.Errorf("policy does not check")
 	}
 	s := &planState{pol: pol, major: t.Major, classes: newMinorTable[Class](maxMinor(t)), input: map[uint64][]shaper.Flow{},
 		minor: map[shaper.FlowID]uint16{}, waiting: map[shaper.FlowID]shaper.Flow{},
 		clamped: map[shaper.FlowID]shaper.Flow{}, listedTwice: map[uint64][]shaper.Problem{},
-		problems: newFlowProblems(), sessions: map[uint64]*sessionPlan{}, ledger: shaper.NewLedger(pol),
+		problems: newFlowProblems(), sessions: map[uint64]*sessionPlan{}, ledger: shaper.NewLedger(pol.Policy),
 		base: Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}}
 	for seid, fl := range input {
 		s.input[seid] = fl
@@ -223,7 +223,7 @@ func (s *planState) linkShare(c Class) shaper.LinkShare {
 // classShare files a class under the link by kind: the default class, a
 // GBR flow's (aware mode), a static rate, or a non-GBR minimum (a non-GBR
 // flow's class or a session's).
-func classShare(pol shaper.Policy, c Class) shaper.LinkShare {
+func classShare(pol Policy, c Class) shaper.LinkShare {
 	switch {
 	case c.Role == shaper.RoleDefault:
 		return shaper.LinkShare{Default: c.Rate}

@@ -191,7 +191,7 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 	}()
 	for seed := uint64(1); seed <= 40; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
-		pol := shaper.DefaultPolicy(60 * mbit)
+		pol := DefaultPolicy(60 * mbit)
 		if seed%3 == 0 {
 			pol.Admission = shaper.Clamp
 		}

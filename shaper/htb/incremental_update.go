@@ -167,7 +167,7 @@ func (s *planState) sessionOfClass(c Class) (*sessionPlan, bool) {
 // stays under the same parent, else the lowest free minor.
 func (u *update) place(f shaper.Flow) {
 	s := u.s
-	ps, ok := shaper.CheckFlow(&f, &s.pol)
+	ps, ok := CheckFlow(&f, &s.pol)
 	s.problems.add(f.ID, ps...)
 	if !ok {
 		return

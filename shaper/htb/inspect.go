@@ -28,7 +28,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: shaper.LeafSpec{Kind: shaper.LeafFIFO},
+	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: LeafSpec{Kind: LeafFIFO},
 		Accounting: shaper.AccountFrame}
 	if st.stab != nil {
 		t.Accounting, t.Overhead = shaper.AccountPacket, uint32(max(-st.stab.Overhead, 0))
@@ -41,7 +41,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	}
 	for m, h := range hs.all() {
 		c := Class{Minor: m, Rate: h.rate * 8, Ceil: h.ceil * 8, Quantum: h.quantum, Prio: h.prio,
-			Burst: shaper.BufferBytes(h.rate*8, h.buffer), CBurst: shaper.BufferBytes(h.ceil*8, h.cbuffer), Overhead: uint32(h.over.rate)}
+			Burst: BufferBytes(h.rate*8, h.buffer), CBurst: BufferBytes(h.ceil*8, h.cbuffer), Overhead: uint32(h.over.rate)}
 		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == OwnedMajor {
 			c.Parent = pmin
 		}
@@ -80,7 +80,7 @@ func (r *Reconciler) readBindings(ctx context.Context, link netlink.Link, t *Tre
 	if r.cls != nil {
 		cands = append(cands, r.cls)
 	}
-	cands = append(cands, r.builtin(shaper.KindFw), r.builtin(shaper.KindBPF))
+	cands = append(cands, r.builtin(classify.KindFw), r.builtin(classify.KindBPF))
 	for _, cl := range cands {
 		bs, err := cl.Bindings(ctx, env)
 		if err != nil {
@@ -103,8 +103,8 @@ func (r *Reconciler) readBindings(ctx context.Context, link netlink.Link, t *Tre
 		return nil
 	}
 	// An installed program with an empty map is still the classifier.
-	if ok, _ := r.builtin(shaper.KindBPF).(*classify.MarkBPF).Installed(env); ok {
-		t.Classifier = shaper.KindBPF
+	if ok, _ := r.builtin(classify.KindBPF).(*classify.MarkBPF).Installed(env); ok {
+		t.Classifier = classify.KindBPF
 	}
 	return nil
 }

@@ -100,7 +100,7 @@ func (l *lab) bytesPerPacket(t testing.TB, rec *Reconciler, mark uint32, minor u
 func TestIntegrationAccounting(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	packet := mustPlan(t, seedFlows(), pol, nil)
 	if packet.Accounting != shaper.AccountPacket || packet.Overhead != 58 {
 		t.Fatalf("default plan: accounting %s overhead %d, want packet 58", packet.Accounting, packet.Overhead)
@@ -160,7 +160,7 @@ func TestIntegrationAccounting(t *testing.T) {
 func TestIntegrationAccountingDriftRepair(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	mustReconcile(t, rec, tree)
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:", "classid", "6771:1", "htb",
 		"rate", "30mbit", "ceil", "30mbit", "burst", "32k", "cburst", "32k")
@@ -196,7 +196,7 @@ func TestIntegrationRootDefaultRebuilt(t *testing.T) {
 	for _, force := range []bool{false, true} {
 		l := newLab(t)
 		l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "6771:", "htb", "default", "40")
-		tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+		tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 		rec := l.rec(WithForce(force))
 		res := mustReconcile(t, rec, tree)
 		if !res.CreatedRoot || !hasNote(res, "HTB cannot change a root's default in place: rebuilt the tree (class counters start again)") {

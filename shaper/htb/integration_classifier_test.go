@@ -18,12 +18,12 @@ import (
 // other classifier, which must remove the first.
 func TestIntegrationClassifiers(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	// Create the root once so probes have a qdisc to work on.
-	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
+	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	var sent uint64
-	for _, k := range []shaper.ClassifierKind{shaper.KindFw, shaper.KindBPF, shaper.KindFw} {
+	for _, k := range []classify.Kind{classify.KindFw, classify.KindBPF, classify.KindFw} {
 		t.Run(string(k), func(t *testing.T) {
 			if err := l.rec().builtin(k).(classify.Prober).Probe(context.Background(), env); err != nil {
 				t.Skipf("kernel lacks classifier %s: %v", k, err)
@@ -34,7 +34,7 @@ func TestIntegrationClassifiers(t *testing.T) {
 				t.Fatalf("classifier %s in use, want %s", res.ClassifierKind, k)
 			}
 			filters := l.ns.Run(t, "tc", "filter", "show", "dev", l.dev)
-			other := map[shaper.ClassifierKind]string{shaper.KindFw: " bpf ", shaper.KindBPF: " fw "}[k]
+			other := map[classify.Kind]string{classify.KindFw: " bpf ", classify.KindBPF: " fw "}[k]
 			if strings.Contains(filters, other) {
 				t.Errorf("old classifier left behind:\n%s", filters)
 			}
@@ -65,9 +65,9 @@ func TestIntegrationClassifiers(t *testing.T) {
 // kernel has fq_codel.
 func TestIntegrationLeaves(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	res := mustReconcile(t, l.rec(), tree)
-	if res.LeafKind == shaper.LeafFIFO {
+	if res.LeafKind == LeafFIFO {
 		if !strings.Contains(res.String(), "fq_codel not available") {
 			t.Errorf("FIFO fallback not reported: %s", res)
 		}
@@ -80,14 +80,14 @@ func TestIntegrationLeaves(t *testing.T) {
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Count(q, "fq_codel") != 4 || !strings.Contains(q, "limit 1000p") {
 		t.Errorf("want 4 fq_codel leaves with limit 1000:\n%s", q)
 	}
-	res = mustReconcile(t, l.rec(WithLeaf(shaper.LeafFIFO)), tree)
+	res = mustReconcile(t, l.rec(WithLeaf(LeafFIFO)), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("to FIFO: %s; want 4 leaves replaced", res.Summary())
 	}
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Contains(q, "fq_codel") {
 		t.Errorf("fq_codel left after switching to FIFO:\n%s", q)
 	}
-	res = mustReconcile(t, l.rec(WithLeaf(shaper.LeafFQCodel)), tree)
+	res = mustReconcile(t, l.rec(WithLeaf(LeafFQCodel)), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("back to fq_codel: %s; want 4 leaves", res.Summary())
 	}
@@ -102,7 +102,7 @@ func TestIntegrationLeaves(t *testing.T) {
 func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 	l := newLab(t)
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	bad := *tree
 	bad.Classifier = "fww"
 	for name, run := range map[string]func() error{
@@ -115,7 +115,7 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 			return err
 		},
 		"gtpu without WithClassifier": func() error {
-			_, err := l.rec(WithClassifierKind(shaper.KindGTPU)).Reconcile(context.Background(), tree)
+			_, err := l.rec(WithClassifierKind(classify.KindGTPU)).Reconcile(context.Background(), tree)
 			return err
 		},
 	} {
@@ -134,8 +134,8 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 // replaces it with the masking one instead of adopting it.
 func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
-	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16})
 	if err != nil {
@@ -173,7 +173,7 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	if err := l.h.FilterReplace(f); err != nil {
 		t.Fatal(err)
 	}
-	rec := l.rec(WithClassifierKind(shaper.KindBPF))
+	rec := l.rec(WithClassifierKind(classify.KindBPF))
 	res := mustReconcile(t, rec, tree)
 	if !strings.Contains(res.String(), "replaced the older cls_bpf mark classifier") {
 		t.Errorf("no note about the replaced program: %s", res)
@@ -193,13 +193,13 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 // re-creates the chain with MarkMask, so bits 24-31 are ignored.
 func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
-	mustReconcile(t, l.rec(WithClassifierKind(shaper.KindBPF)), tree)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	if err := classify.NewFw().Probe(context.Background(), env); err != nil {
 		t.Skipf("kernel lacks cls_fw: %v", err)
 	}
-	rec := l.rec(WithClassifierKind(shaper.KindFw))
+	rec := l.rec(WithClassifierKind(classify.KindFw))
 	mustReconcile(t, rec, tree)
 	// Replace the chain by an unmasked one.
 	if err := classify.NewFw().Remove(context.Background(), env); err != nil {
@@ -213,7 +213,7 @@ func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	if err := l.h.FilterAdd(old); err != nil {
 		t.Fatal(err)
 	}
-	res := mustReconcile(t, l.rec(WithClassifierKind(shaper.KindFw)), tree)
+	res := mustReconcile(t, l.rec(WithClassifierKind(classify.KindFw)), tree)
 	if !strings.Contains(res.String(), "re-created the fw filters with mask") {
 		t.Errorf("no note about the re-created chain: %s", res)
 	}

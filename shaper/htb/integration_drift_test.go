@@ -44,7 +44,7 @@ func (l *lab) canonical(t testing.TB) string {
 
 var bpfID = regexp.MustCompile(`\bid \d+`)
 
-func (t *Tree) classifierOrNone() shaper.ClassifierKind {
+func (t *Tree) classifierOrNone() classify.Kind {
 	if t == nil || t.Classifier == "" {
 		return "none"
 	}
@@ -78,11 +78,11 @@ func (l *lab) rebind(t *testing.T, edit func(*classify.Table)) {
 func TestIntegrationDriftEveryKind(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	pol.Pool = 2
 	applyFlows := func(t *testing.T, flows []shaper.Flow) shaper.Report {
 		t.Helper()
-		rep, err := l.open(Options{}).Apply(ctx, flows, pol, shaper.ApplyOptions{Strict: true})
+		rep, err := l.open(Options{}).Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{Strict: true})
 		if err != nil {
 			t.Fatalf("apply: %v", err)
 		}

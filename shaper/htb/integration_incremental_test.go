@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // TestIntegrationIncrementalAddReadsNothing: in incremental mode, adding
@@ -16,7 +17,7 @@ import (
 func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	t1 := mustPlan(t, seedFlows(), pol, nil)
 	if res := mustReconcile(t, rec, t1); res.Incremental || !res.CreatedRoot {
 		t.Fatalf("first run: %s (incremental %v); want a full run creating the root", res.Summary(), res.Incremental)
@@ -33,7 +34,7 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 	}
 	res := mustReconcile(t, rec, t2)
 	wantWrites, wantLeaves := 2, 0 // the class and its map entry / filter
-	if res.LeafKind == shaper.LeafFQCodel {
+	if res.LeafKind == LeafFQCodel {
 		wantWrites, wantLeaves = 3, 1
 	}
 	if !res.Incremental || fmt.Sprint(res.Created) != fmt.Sprint([]uint16{c.Minor}) || len(res.Changed) != 0 ||
@@ -76,12 +77,12 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", "6771:10", "htb", "rate", "7mbit", "ceil", "9mbit")
-	if first.ClassifierKind == shaper.KindFw {
+	if first.ClassifierKind == classify.KindFw {
 		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", "0x3", "fw")
 	}
 	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", "6771:11")
@@ -126,7 +127,7 @@ func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	mk := func(ambr uint64, qers ...uint32) []shaper.Flow {
 		var out []shaper.Flow
 		for _, q := range qers {
@@ -194,7 +195,7 @@ func TestIntegrationIncrementalTreeGoneFails(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
 	flows := seedFlows()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	tree := mustPlan(t, flows, pol, nil)
 	mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)

@@ -20,11 +20,11 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 	ctx := context.Background()
 	be, pol := l.openWithoutPool()
 	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 0, 10), updateFlow(2, 2, 0, 10), updateFlow(3, 1, 2, 0)}
-	if _, err := be.Apply(ctx, flows, pol, shaper.ApplyOptions{}); err != nil {
+	if _, err := be.Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	added := []shaper.Flow{updateFlow(4, 1, 3, 0), updateFlow(4, 2, 0, 0)}
-	if _, err := be.Update(ctx, map[uint64][]shaper.Flow{4: added}, pol); err != nil {
+	if _, err := be.Update(ctx, map[uint64][]shaper.Flow{4: added}, pol.Shaper()); err != nil {
 		t.Fatal(err)
 	}
 	flows = append(flows, added...)
@@ -43,7 +43,7 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 
 	reads := be.Reconciler().ClassListReads()
 	be.Resync()
-	rep, err := be.Apply(ctx, flows, pol, shaper.ApplyOptions{NoClassList: true})
+	rep, err := be.Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{NoClassList: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +64,12 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 		t.Errorf("after the resync:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	fresh := l.open(Options{Incremental: true})
-	if rep, err := fresh.Apply(ctx, flows, pol, shaper.ApplyOptions{}); err != nil || rep.Writes != 0 {
+	if rep, err := fresh.Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{}); err != nil || rep.Writes != 0 {
 		t.Errorf("a fresh backend planning the same flows: %d writes (%s), %v; want none", rep.Writes, rep.Summary, err)
 	}
 
 	// Another flow list, or another policy, is planned.
-	rep, err = be.Apply(ctx, flows[1:], pol, shaper.ApplyOptions{NoClassList: true})
+	rep, err = be.Apply(ctx, flows[1:], pol.Shaper(), shaper.ApplyOptions{NoClassList: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 	}
 	kept = be.plan
 	pol.DefaultRate++
-	if _, err := be.Apply(ctx, flows[1:], pol, shaper.ApplyOptions{}); err != nil {
+	if _, err := be.Apply(ctx, flows[1:], pol.Shaper(), shaper.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if be.plan == kept {

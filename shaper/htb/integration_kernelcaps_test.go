@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // dump is the device's whole tc state: qdiscs (without their counters),
@@ -60,7 +61,7 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 		t.Fatalf("the Debian VM kernel must have cls_fw and fq_codel (tc: fw %v, fq_codel %v)", hasFw, hasFQ)
 	}
 	ctx := context.Background()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	for _, tc := range []struct {
 		name    string
 		opts    Options
@@ -68,24 +69,24 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 		has     bool
 		shows   func(dump string) bool
 	}{
-		{"classifier fw", Options{Classifier: shaper.KindFw, Leaf: shaper.LeafFIFO}, "no cls_fw", hasFw,
+		{"classifier fw", Options{Classifier: classify.KindFw, Leaf: LeafFIFO}, "no cls_fw", hasFw,
 			func(d string) bool { return strings.Contains(d, " fw ") }},
-		{"leaf fq_codel", Options{Leaf: shaper.LeafFQCodel}, "no fq_codel qdisc", hasFQ,
+		{"leaf fq_codel", Options{Leaf: LeafFQCodel}, "no fq_codel qdisc", hasFQ,
 			func(d string) bool { return strings.Count(d, "qdisc fq_codel") == 4 }},
 	} {
 		for _, start := range []string{"empty device", "gtpqos tree"} {
 			t.Run(tc.name+"/"+start, func(t *testing.T) {
 				l.ns.Try("tc", "qdisc", "del", "dev", l.dev, "root")
 				if start == "gtpqos tree" {
-					auto := l.open(Options{Leaf: shaper.LeafFIFO, Classifier: shaper.KindBPF})
-					if _, err := auto.Apply(ctx, seedFlows()[:2], pol, shaper.ApplyOptions{Strict: true}); err != nil {
+					auto := l.open(Options{Leaf: LeafFIFO, Classifier: classify.KindBPF})
+					if _, err := auto.Apply(ctx, seedFlows()[:2], pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 						t.Fatal(err)
 					}
 				}
 				before := l.dump(t)
 				be := l.open(tc.opts)
-				perr := be.Precheck(ctx, pol)
-				rep, err := be.Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true})
+				perr := be.Precheck(ctx, pol.Shaper())
+				rep, err := be.Apply(ctx, seedFlows(), pol.Shaper(), shaper.ApplyOptions{Strict: true})
 				if !tc.has {
 					for what, e := range map[string]error{"Apply": err, "Precheck": perr} {
 						if e == nil || !strings.Contains(e.Error(), tc.feature) || !strings.Contains(e.Error(), l.dev) || strings.Contains(e.Error(), "\n") {

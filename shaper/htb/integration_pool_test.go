@@ -26,10 +26,10 @@ func TestIntegrationPool(t *testing.T) {
 		mu.Unlock()
 	}})
 	defer be.Close()
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	pol.Pool = 20
 	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 1, 0)}
-	if _, err := be.Apply(ctx, flows, pol, shaper.ApplyOptions{Strict: true}); err != nil {
+	if _, err := be.Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 		t.Fatal(err)
 	}
 	spares := func() int {
@@ -61,7 +61,7 @@ func TestIntegrationPool(t *testing.T) {
 		t.Errorf("progress reports %v, want a few ending with 20 of 20", progress)
 	}
 
-	rep, err := be.Update(ctx, map[uint64][]shaper.Flow{3: {updateFlow(3, 1, 1, 0)}}, pol)
+	rep, err := be.Update(ctx, map[uint64][]shaper.Flow{3: {updateFlow(3, 1, 1, 0)}}, pol.Shaper())
 	if err != nil || len(rep.Changes) == 0 {
 		t.Fatalf("add a flow: %v, %+v", err, rep)
 	}
@@ -74,7 +74,7 @@ func TestIntegrationPool(t *testing.T) {
 	if n := spares(); n != 19 {
 		t.Errorf("%d spares after one add, want 19 (no refill above half the pool)", n)
 	}
-	rep, err = be.Update(ctx, map[uint64][]shaper.Flow{3: nil}, pol)
+	rep, err = be.Update(ctx, map[uint64][]shaper.Flow{3: nil}, pol.Shaper())
 	if err != nil || countOps(rep, "change", "class") != 1 || countOps(rep, "delete", "class") != 0 {
 		t.Errorf("remove a flow with room in the pool: %v, %s; want its class parked", err, rep.Summary)
 	}
@@ -83,14 +83,14 @@ func TestIntegrationPool(t *testing.T) {
 	for seid := uint64(10); seid < 20; seid++ {
 		added[seid] = []shaper.Flow{updateFlow(seid, 1, 1, 0)}
 	}
-	if _, err := be.Update(ctx, added, pol); err != nil {
+	if _, err := be.Update(ctx, added, pol.Shaper()); err != nil {
 		t.Fatalf("add 10 flows: %v", err)
 	}
 	waitFor("the pool refilled", func() bool { return spares() == 20 })
 
 	// The pool is full again: a removed flow's class goes (the pool stays
 	// at its size).
-	rep, err = be.Update(ctx, map[uint64][]shaper.Flow{10: nil}, pol)
+	rep, err = be.Update(ctx, map[uint64][]shaper.Flow{10: nil}, pol.Shaper())
 	if err != nil || countOps(rep, "delete", "class") != 1 || countOps(rep, "change", "class") != 0 {
 		t.Errorf("remove a flow with a full pool: %v, %s; want its class deleted", err, rep.Summary)
 	}
@@ -99,7 +99,7 @@ func TestIntegrationPool(t *testing.T) {
 	be.Close()
 
 	fresh := l.open(Options{})
-	rep, err = fresh.Apply(ctx, flows, pol, shaper.ApplyOptions{Strict: true})
+	rep, err = fresh.Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil || !rep.InSync() {
 		t.Fatalf("a restarted backend: %v, %s; want the tree and its spares adopted, in sync", err, rep.Summary)
 	}

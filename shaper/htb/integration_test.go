@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -144,7 +145,7 @@ func (l *lab) tcClasses(t testing.TB) []string {
 	return lines
 }
 
-func mustPlan(t testing.TB, flows []shaper.Flow, pol shaper.Policy, prev *Tree) *Tree {
+func mustPlan(t testing.TB, flows []shaper.Flow, pol Policy, prev *Tree) *Tree {
 	t.Helper()
 	tree, probs := Plan(flows, pol, prev)
 	if p, bad := shaper.FirstError(probs); bad {
@@ -187,7 +188,7 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	before := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev)
 	ctx := context.Background()
 	rec := l.rec()
-	aware := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	aware := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 
 	res := mustReconcile(t, rec, aware)
 	t.Logf("first apply: %s", res)
@@ -228,7 +229,7 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	}
 
 	// Switch to static: the three classes change in place.
-	spol := shaper.DefaultPolicy(30 * mbit)
+	spol := DefaultPolicy(30 * mbit)
 	spol.Mode = shaper.Static
 	prev, err := rec.Actual(ctx)
 	if err != nil {
@@ -270,7 +271,7 @@ func TestIntegrationForeignRoot(t *testing.T) {
 	l := newLab(t)
 	l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "1:", "htb", "default", "3")
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	_, err := l.rec().Reconcile(context.Background(), tree)
 	if !errors.Is(err, shaper.ErrNotOwned) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), l.dev) {
 		t.Fatalf("reconcile over a foreign root: %v; want shaper.ErrNotOwned naming the device and --force", err)
@@ -297,14 +298,14 @@ func TestIntegrationForeignRoot(t *testing.T) {
 func TestIntegrationDriftRepair(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
 	// Behind gtpqos's back: change flow A's class, delete flow B's class
 	// (and its fw filter, which would pin it), remove the root's default.
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", "6771:10", "htb", "rate", "7mbit", "ceil", "9mbit")
-	if first.ClassifierKind == shaper.KindFw {
+	if first.ClassifierKind == classify.KindFw {
 		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", "0x3", "fw")
 	}
 	l.ns.Run(t, "tc", "class", "del", "dev", l.dev, "classid", "6771:11")
@@ -321,7 +322,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 
 	// Classifier removed behind our back: it comes back.
 	prio := "20"
-	if first.ClassifierKind == shaper.KindFw {
+	if first.ClassifierKind == classify.KindFw {
 		prio = "10"
 	}
 	l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", prio)
@@ -339,7 +340,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 func TestIntegrationFlowsComeAndGo(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	mk := func(qers ...uint32) []shaper.Flow {
 		var out []shaper.Flow
 		for _, q := range qers {
@@ -410,7 +411,7 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 	// One class, its classifier entry, and its fq_codel leaf where the
 	// kernel has fq_codel (FIFO leaves are HTB's own).
 	wantWrites, wantLeaves := 2, 0
-	if res.LeafKind == shaper.LeafFQCodel {
+	if res.LeafKind == LeafFQCodel {
 		wantWrites, wantLeaves = 3, 1
 	}
 	if len(res.Created) != 1 || len(res.Changed) != 0 || len(res.Deleted) != 0 || res.Classifier.Added != 1 ||
@@ -435,13 +436,13 @@ func TestIntegrationRoleChange(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
 	sess := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31, SessionAMBR: 5 * mbit}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32, SessionAMBR: 5 * mbit}}
-	t1 := mustPlan(t, sess, shaper.DefaultPolicy(100*mbit), nil)
+	t1 := mustPlan(t, sess, DefaultPolicy(100*mbit), nil)
 	mustReconcile(t, rec, t1)
 	if c, _ := t1.Find(0x10); c.Role != shaper.RoleSession {
 		t.Fatalf("class 10 is %s, want the session", c.Role)
 	}
 	flat := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32}}
-	t2 := mustPlan(t, flat, shaper.DefaultPolicy(100*mbit), nil) // no previous tree: 10 and 11 are flows now
+	t2 := mustPlan(t, flat, DefaultPolicy(100*mbit), nil) // no previous tree: 10 and 11 are flows now
 	res := mustReconcile(t, rec, t2)
 	t.Log(res.Summary())
 	l.matches(t, rec, t2)
@@ -458,7 +459,7 @@ func TestIntegrationRoleChange(t *testing.T) {
 func TestIntegrationCreateRollback(t *testing.T) {
 	l := newLab(t)
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
 	for i := range tree.Classes {
 		if tree.Classes[i].Role == shaper.RoleDefault {
 			tree.Classes[i].Rate, tree.Classes[i].Ceil = 0, 0 // HTB refuses a zero rate

@@ -21,8 +21,8 @@ func updateFlow(seid uint64, qer uint32, gbr, ambr uint64) shaper.Flow {
 // returns it with a 100 Mbit/s policy that keeps no pool of spares, so
 // nothing is written in the background while a second backend reads the
 // device.
-func (l *lab) openWithoutPool() (*Backend, shaper.Policy) {
-	pol := shaper.DefaultPolicy(100 * mbit)
+func (l *lab) openWithoutPool() (*Backend, Policy) {
+	pol := DefaultPolicy(100 * mbit)
 	pol.Pool = 0
 	return l.open(Options{Incremental: true}), pol
 }
@@ -47,7 +47,7 @@ func TestIntegrationBackendUpdate(t *testing.T) {
 		}
 		return out
 	}
-	if _, err := be.Apply(ctx, all(), pol, shaper.ApplyOptions{Strict: true}); err != nil {
+	if _, err := be.Apply(ctx, all(), pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 		t.Fatal(err)
 	}
 	reads := be.Reconciler().ClassListReads()
@@ -73,7 +73,7 @@ func TestIntegrationBackendUpdate(t *testing.T) {
 		} else {
 			input[st.seid] = st.flows
 		}
-		rep, err := be.Update(ctx, map[uint64][]shaper.Flow{st.seid: st.flows}, pol)
+		rep, err := be.Update(ctx, map[uint64][]shaper.Flow{st.seid: st.flows}, pol.Shaper())
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -87,7 +87,7 @@ func TestIntegrationBackendUpdate(t *testing.T) {
 		// A fresh backend plans the same flows against the device and
 		// finds nothing to write.
 		fresh := l.open(Options{})
-		if rep, err := fresh.Apply(ctx, all(), pol, shaper.ApplyOptions{Strict: true}); err != nil || !rep.InSync() {
+		if rep, err := fresh.Apply(ctx, all(), pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil || !rep.InSync() {
 			t.Fatalf("%s: a full apply of the same flows: %v, %s; want in sync", st.name, err, rep.Summary)
 		}
 	}
@@ -97,7 +97,7 @@ func TestIntegrationBackendUpdate(t *testing.T) {
 	}
 	l.send(t, 40<<8|1, 3, 300)
 	l.waitPackets(t, be.Reconciler(), c, 3)
-	if rep, err := be.Update(ctx, map[uint64][]shaper.Flow{40: input[40]}, pol); err != nil || rep.Writes != 0 {
+	if rep, err := be.Update(ctx, map[uint64][]shaper.Flow{40: input[40]}, pol.Shaper()); err != nil || rep.Writes != 0 {
 		t.Errorf("same session again: %v, %d writes; want none", err, rep.Writes)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
@@ -17,8 +18,8 @@ import (
 func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 	l := newLab(t)
 	flows := append(seedFlows(), shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: 9}, Name: "D", QFI: 5, Direction: shaper.Downlink, GBR: 2 * mbit, TEID: 0x77})
-	be := l.open(Options{Leaf: shaper.LeafFIFO})
-	rep, err := be.Apply(context.Background(), flows, shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	be := l.open(Options{Leaf: LeafFIFO})
+	rep, err := be.Apply(context.Background(), flows, DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +37,8 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 		t.Errorf("flow D lost its class: %v", rep.Classes)
 	}
 	// The GTP-U classifier binds by TEID: D has one, A/B/C do not.
-	tree := mustPlan(t, flows, shaper.DefaultPolicy(30*mbit), nil)
-	tree.Classifier = shaper.KindGTPU
+	tree := mustPlan(t, flows, DefaultPolicy(30*mbit), nil)
+	tree.Classifier = classify.KindGTPU
 	ps := UnreachableProblems(tree, gtpu.New(gtpu.Options{}).Downlink())
 	if len(ps) != 3 || ps[0].Field != "teid" || !strings.Contains(ps[0].Detail, "classifier gtpu binds by teid") {
 		t.Errorf("gtpu: %v; want A, B and C warned about their missing TEID", ps)
@@ -52,14 +53,14 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	be := l.open(Options{Leaf: shaper.LeafFIFO, Incremental: true})
+	be := l.open(Options{Leaf: LeafFIFO, Incremental: true})
 	defer be.Close()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	pol.Pool = 0
 	unmarked := func(seid uint64, name string) shaper.Flow {
 		return shaper.Flow{ID: shaper.FlowID{SEID: seid, QERID: 9}, Name: name, QFI: 5, Direction: shaper.Downlink, GBR: 1 * mbit}
 	}
-	if _, err := be.Apply(ctx, append(seedFlows(), unmarked(1, "D")), pol, shaper.ApplyOptions{Strict: true}); err != nil {
+	if _, err := be.Apply(ctx, append(seedFlows(), unmarked(1, "D")), pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 		t.Fatal(err)
 	}
 	warned := func(rep shaper.Report) []string {
@@ -83,7 +84,7 @@ func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 		{"the flow gets its mark", map[uint64][]shaper.Flow{7: {marked}}, "flow D (seid=1 qer=9)"},
 		{"the unmarked flow leaves", map[uint64][]shaper.Flow{1: seedFlows()}, ""},
 	} {
-		rep, err := be.Update(ctx, st.changes, pol)
+		rep, err := be.Update(ctx, st.changes, pol.Shaper())
 		if err != nil {
 			t.Fatalf("%s: %v", st.what, err)
 		}
@@ -99,8 +100,8 @@ func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 func TestIntegrationDeviceDownWarned(t *testing.T) {
 	l := newLab(t)
 	l.ns.Run(t, "ip", "link", "set", l.dev, "down")
-	be := l.open(Options{Leaf: shaper.LeafFIFO})
-	rep, err := be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	be := l.open(Options{Leaf: LeafFIFO})
+	rep, err := be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatalf("apply to a down device: %v; want it installed", err)
 	}
@@ -120,12 +121,12 @@ func TestIntegrationDeviceDownWarned(t *testing.T) {
 	// The peer down: the device is up but has no carrier.
 	l.ns.Run(t, "ip", "link", "set", l.dev, "up")
 	l.ns.Run(t, "ip", "link", "set", "gqb0", "down")
-	rep, err = be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true})
+	rep, err = be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Detail, "no carrier") {
 		t.Errorf("apply without carrier: %v, problems %v; want one no-carrier warning", err, rep.Problems)
 	}
 	l.ns.Run(t, "ip", "link", "set", "gqb0", "up")
-	if rep, _ := be.Apply(context.Background(), seedFlows(), shaper.DefaultPolicy(30*mbit), shaper.ApplyOptions{Strict: true}); len(rep.Problems) != 0 {
+	if rep, _ := be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true}); len(rep.Problems) != 0 {
 		t.Errorf("device up: problems %v, want none", rep.Problems)
 	}
 }

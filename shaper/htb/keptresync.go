@@ -77,7 +77,7 @@ func (b *Backend) resyncKept(ctx context.Context, flows []shaper.Flow, pol shape
 	if err != nil {
 		return rep, false, nil // the full plan reports it
 	}
-	if checked, _, valid := shaper.CheckPolicy(planPol); !valid || checked != st.pol {
+	if checked, _, valid := CheckPolicy(planPol); !valid || checked != st.pol {
 		return rep, false, nil // e.g. the device's packet overhead changed
 	}
 	tree := st.desired()

@@ -119,7 +119,7 @@ func parentID(t *Tree, c *Class) uint32 {
 func toKernel(t *Tree, c Class) kernelClass {
 	k := kernelClass{rate: c.Rate / 8, ceil: c.Ceil / 8, quantum: c.Quantum, prio: c.Prio, inner: !c.IsLeaf(),
 		over: rateOverhead{uint16(c.Overhead), uint16(c.Overhead)}}
-	// Checked when planned (shaper.CheckPolicy, CheckFlow): a bucket that
+	// Checked when planned (CheckPolicy, CheckFlow): a bucket that
 	// does not fit saturates instead of wrapping.
 	k.buffer = bufferTicks(c.Rate, c.Burst)
 	k.cbuffer = bufferTicks(c.Ceil, c.CBurst)
@@ -130,13 +130,13 @@ func toKernel(t *Tree, c Class) kernelClass {
 	return k
 }
 
-// bufferTicks is shaper.BufferTicks, saturated at the field's largest
+// bufferTicks is BufferTicks, saturated at the field's largest
 // value.
 func bufferTicks(rate uint64, size uint32) uint32 {
-	if t, ok := shaper.BufferTicks(rate, size); ok {
+	if t, ok := BufferTicks(rate, size); ok {
 		return t
 	}
-	return shaper.MaxBufferTicks
+	return MaxBufferTicks
 }
 
 func fromNetlink(h *netlink.HtbClass, over rateOverhead) kernelClass {

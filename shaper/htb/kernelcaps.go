@@ -89,22 +89,22 @@ func probeInNewNetNS() kernelFeatures {
 
 // requestedKind is the classifier kind a run for desired is asked for
 // ("" when a custom classifier is given, whose kind needs no probe here).
-func (r *Reconciler) requestedKind(desired shaper.ClassifierKind) shaper.ClassifierKind {
+func (r *Reconciler) requestedKind(desired classify.Kind) classify.Kind {
 	if r.cls != nil {
 		return ""
 	}
-	if r.kind != "" && r.kind != shaper.KindAuto {
+	if r.kind != "" && r.kind != classify.KindAuto {
 		return r.kind
 	}
 	if desired == "" {
-		return shaper.KindAuto
+		return classify.KindAuto
 	}
 	return desired
 }
 
 // requestedLeaf is the leaf kind a run for desired is asked for.
-func (r *Reconciler) requestedLeaf(desired shaper.LeafKind) shaper.LeafKind {
-	if r.leaf != "" && r.leaf != shaper.LeafAuto {
+func (r *Reconciler) requestedLeaf(desired LeafKind) LeafKind {
+	if r.leaf != "" && r.leaf != LeafAuto {
 		return r.leaf
 	}
 	return desired
@@ -114,8 +114,8 @@ func (r *Reconciler) requestedLeaf(desired shaper.LeafKind) shaper.LeafKind {
 // classifier or leaf qdisc asked for explicitly, naming the missing
 // feature. auto needs no check: it picks what the kernel has (it fails
 // only when neither classifier it can pick works).
-func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf shaper.LeafKind) error {
-	if kind == "" && leaf != shaper.LeafFQCodel {
+func (r *Reconciler) checkKernel(kind classify.Kind, leaf LeafKind) error {
+	if kind == "" && leaf != LeafFQCodel {
 		return nil
 	}
 	f := probedFeatures()
@@ -123,13 +123,13 @@ func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf shaper.LeafKin
 		return nil
 	}
 	switch {
-	case kind == shaper.KindFw && f.fw != nil:
+	case kind == classify.KindFw && f.fw != nil:
 		return fmt.Errorf("dev %s: classifier fw: this kernel has no cls_fw (a fw filter was refused: %v); use classifier bpf or auto", r.dev, f.fw)
-	case kind == shaper.KindBPF && f.bpf != nil:
+	case kind == classify.KindBPF && f.bpf != nil:
 		return fmt.Errorf("dev %s: classifier bpf: the kernel refused the cls_bpf program (%v); use classifier fw or auto", r.dev, f.bpf)
-	case kind == shaper.KindAuto && f.fw != nil && f.bpf != nil:
+	case kind == classify.KindAuto && f.fw != nil && f.bpf != nil:
 		return fmt.Errorf("dev %s: classifier auto: this kernel has neither cls_fw (%v) nor a usable cls_bpf (%v)", r.dev, f.fw, f.bpf)
-	case leaf == shaper.LeafFQCodel && f.fqCodel != nil:
+	case leaf == LeafFQCodel && f.fqCodel != nil:
 		return fmt.Errorf("dev %s: leaf fq_codel: this kernel has no fq_codel qdisc (one was refused: %v); use leaf fifo or auto", r.dev, f.fqCodel)
 	}
 	return nil
@@ -141,12 +141,16 @@ func (r *Reconciler) checkKernel(kind shaper.ClassifierKind, leaf shaper.LeafKin
 func (b *Backend) Precheck(ctx context.Context, pol shaper.Policy) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p := b.policy(pol)
+	p, err := PolicyOf(pol)
+	if err != nil {
+		return fmt.Errorf("dev %s: %w", b.dev, err)
+	}
+	p = b.policy(p)
 	kind := b.rec.requestedKind(p.Classifier)
 	if err := b.rec.checkKernel(kind, b.rec.requestedLeaf(p.Leaf.Kind)); err != nil {
 		return err
 	}
-	if kind == shaper.KindAuto {
+	if kind == classify.KindAuto {
 		return nil
 	}
 	return b.rec.checkReady(kind)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
-
-	"github.com/free5gc/gtpqos/shaper"
 )
 
 // leaf is one kind of qdisc under the leaf classes (flows and default).
@@ -26,13 +24,13 @@ type leaf interface {
 	inPlace(t *Tree, minor uint16, q netlink.Qdisc) bool
 	// read returns the leaf spec a qdisc read from the kernel stands for,
 	// or false if q is not of this kind.
-	read(q netlink.Qdisc) (shaper.LeafSpec, bool)
+	read(q netlink.Qdisc) (LeafSpec, bool)
 	// render is the tc command that creates it ("" for none).
 	render(dev string, t *Tree, minor uint16) string
 }
 
 // leaves are the leaf kinds the HTB backend can install.
-var leaves = map[shaper.LeafKind]leaf{shaper.LeafFQCodel: fqCodelLeaf{}, shaper.LeafFIFO: fifoLeaf{}}
+var leaves = map[LeafKind]leaf{LeafFQCodel: fqCodelLeaf{}, LeafFIFO: fifoLeaf{}}
 
 // fqCodelLeaf is fq_codel with the spec's limit and interval (its target is
 // the kernel default, 5 ms: vishvananda/netlink does not send one).
@@ -94,12 +92,12 @@ func (fqCodelLeaf) inPlace(t *Tree, minor uint16, q netlink.Qdisc) bool {
 	return fq.Flows == fqCodelFlows && fq.CEThreshold == 0 && nearUs(fq.Target, target)
 }
 
-func (fqCodelLeaf) read(q netlink.Qdisc) (shaper.LeafSpec, bool) {
+func (fqCodelLeaf) read(q netlink.Qdisc) (LeafSpec, bool) {
 	fq, ok := q.(*netlink.FqCodel)
 	if !ok {
-		return shaper.LeafSpec{}, false
+		return LeafSpec{}, false
 	}
-	return shaper.LeafSpec{Kind: shaper.LeafFQCodel, Limit: fq.Limit, TargetUs: roundUs(fq.Target), IntervalUs: roundUs(fq.Interval)}, true
+	return LeafSpec{Kind: LeafFQCodel, Limit: fq.Limit, TargetUs: roundUs(fq.Target), IntervalUs: roundUs(fq.Interval)}, true
 }
 
 func (fqCodelLeaf) render(dev string, t *Tree, minor uint16) string {
@@ -125,8 +123,8 @@ func (fifoLeaf) matches(_ netlink.Link, _ *Tree, _ uint16, q netlink.Qdisc) bool
 
 func (fifoLeaf) inPlace(*Tree, uint16, netlink.Qdisc) bool { return true }
 
-func (fifoLeaf) read(q netlink.Qdisc) (shaper.LeafSpec, bool) {
-	return shaper.LeafSpec{Kind: shaper.LeafFIFO}, q == nil || q.Type() == "pfifo"
+func (fifoLeaf) read(q netlink.Qdisc) (LeafSpec, bool) {
+	return LeafSpec{Kind: LeafFIFO}, q == nil || q.Type() == "pfifo"
 }
 
 func (fifoLeaf) render(string, *Tree, uint16) string { return "" }
@@ -134,21 +132,21 @@ func (fifoLeaf) render(string, *Tree, uint16) string { return "" }
 // leafKind resolves the leaf kind to use: forced, else the tree's; auto
 // becomes fq_codel if the kernel has it (tried on the default class's leaf
 // once per Reconciler, or seen already in place), else fifo.
-func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, res *Result) shaper.LeafKind {
+func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, res *Result) LeafKind {
 	k := r.leaf
-	if k == "" || k == shaper.LeafAuto {
+	if k == "" || k == LeafAuto {
 		k = desired.Leaf.Kind
 	}
-	if k != "" && k != shaper.LeafAuto {
+	if k != "" && k != LeafAuto {
 		return k
 	}
 	if r.leafAuto != "" {
 		return r.leafAuto
 	}
 	defID := desired.ClassID(desired.DefaultMinor)
-	fq := leaves[shaper.LeafFQCodel]
+	fq := leaves[LeafFQCodel]
 	if _, ok := fq.read(st.byParent[defID]); ok {
-		r.leafAuto = shaper.LeafFQCodel
+		r.leafAuto = LeafFQCodel
 		return r.leafAuto
 	}
 	q := fq.want(link, desired, desired.DefaultMinor)
@@ -158,13 +156,13 @@ func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, re
 		err = r.do(func() error { return r.h.QdiscReplace(q) })
 	}
 	if err != nil {
-		r.leafAuto = shaper.LeafFIFO
+		r.leafAuto = LeafFIFO
 		res.Notes = append(res.Notes, fmt.Sprintf("fq_codel not available in this kernel (%v): leaves use FIFO (HTB's built-in pfifo, limit = txqueuelen)", err))
 		return r.leafAuto
 	}
 	st.byParent[defID] = asKernel(desired, q)
 	res.Leaves = append(res.Leaves, desired.DefaultMinor)
-	r.leafAuto = shaper.LeafFQCodel
+	r.leafAuto = LeafFQCodel
 	return r.leafAuto
 }
 
@@ -237,13 +235,13 @@ func asKernel(t *Tree, q netlink.Qdisc) netlink.Qdisc {
 
 // readLeaf returns the leaf spec of the qdisc q found under a leaf class
 // (FIFO when none of the known kinds matches).
-func readLeaf(q netlink.Qdisc) shaper.LeafSpec {
-	for _, k := range []shaper.LeafKind{shaper.LeafFQCodel, shaper.LeafFIFO} {
+func readLeaf(q netlink.Qdisc) LeafSpec {
+	for _, k := range []LeafKind{LeafFQCodel, LeafFIFO} {
 		if spec, ok := leaves[k].read(q); ok {
 			return spec
 		}
 	}
-	return shaper.LeafSpec{Kind: shaper.LeafFIFO}
+	return LeafSpec{Kind: LeafFIFO}
 }
 
 // nearUs compares microsecond values as fq_codel reports them: it keeps

@@ -79,7 +79,7 @@ func (ix *prevIndex) rank(f *shaper.Flow) int {
 // planner assigns class ids (minors) to the admitted flows and sessions and
 // builds the tree.
 type planner struct {
-	pol      shaper.Policy
+	pol      Policy
 	ix       *prevIndex
 	adm      *shaper.Admitted
 	problems []shaper.Problem

@@ -28,13 +28,13 @@ import "github.com/free5gc/gtpqos/shaper"
 // minors the same way. Flows that have a class in prev are admitted before
 // new ones. Without prev, minors are assigned in flow-id order from
 // FirstFlowMinor up.
-func Plan(flows []shaper.Flow, pol shaper.Policy, prev *Tree) (*Tree, []shaper.Problem) {
-	pol, problems, ok := shaper.CheckPolicy(pol)
+func Plan(flows []shaper.Flow, pol Policy, prev *Tree) (*Tree, []shaper.Problem) {
+	pol, problems, ok := CheckPolicy(pol)
 	if !ok {
 		return nil, problems
 	}
 	ix := newPrevIndex(prev)
-	adm := shaper.Admit(flows, pol, ix.rank)
+	adm := shaper.Admit(flows, pol.Policy, ix.rank, pol.flowCheck)
 	p := &planner{pol: pol, ix: ix, adm: &adm, problems: append(problems, adm.Problems...)}
 	p.assignMinors()
 	p.park()

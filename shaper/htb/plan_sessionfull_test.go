@@ -10,7 +10,7 @@ import (
 // A device whose class ids run out refuses a whole session in one line
 // naming it: its AMBR class and the flows under it need one id each.
 func TestPlanSessionOutOfClassIDs(t *testing.T) {
-	pol := shaper.DefaultPolicy(10_000_000_000)
+	pol := DefaultPolicy(10_000_000_000)
 	pol.NonGBRMin, pol.DefaultRate, pol.Pool = 1000, 1000, 0
 	var flows []shaper.Flow
 	for i := 0; i < MaxClasses; i++ { // every id taken by a flow under the link

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -44,16 +45,16 @@ func kinds(ps []shaper.Problem) []string {
 }
 
 func TestPlanSeed(t *testing.T) {
-	static := shaper.DefaultPolicy(30 * mbit)
+	static := DefaultPolicy(30 * mbit)
 	static.Mode = shaper.Static
 	tests := []struct {
 		name  string
 		flows []shaper.Flow
-		pol   shaper.Policy
+		pol   Policy
 		want  []rc
 		probs []string
 	}{{
-		name: "aware", flows: seedFlows(), pol: shaper.DefaultPolicy(30 * mbit),
+		name: "aware", flows: seedFlows(), pol: DefaultPolicy(30 * mbit),
 		want: []rc{
 			{1, 0, shaper.RoleLink, 30 * mbit, 30 * mbit, 0},
 			{2, 1, shaper.RoleDefault, 1 * mbit, 30 * mbit, 0},
@@ -96,23 +97,23 @@ func TestPlanProblems(t *testing.T) {
 	f := func(qer uint32, gbr, mbr uint64, mark uint32) shaper.Flow {
 		return shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: qer}, Name: string(rune('A' + qer - 1)), QFI: 1, GBR: gbr, MBR: mbr, Mark: mark}
 	}
-	clamp := shaper.DefaultPolicy(link)
+	clamp := DefaultPolicy(link)
 	clamp.Admission = shaper.Clamp
-	smallQ := shaper.DefaultPolicy(link)
+	smallQ := DefaultPolicy(link)
 	smallQ.Quantum = 1000
-	zeroLink := shaper.DefaultPolicy(0)
+	zeroLink := DefaultPolicy(0)
 	tests := []struct {
 		name   string
 		flows  []shaper.Flow
-		pol    shaper.Policy
+		pol    Policy
 		probs  []string
 		minors []uint16 // flow class minors expected in the tree
 	}{
-		{"mbr below gbr", []shaper.Flow{f(1, 5*mbit, 4*mbit, 1)}, shaper.DefaultPolicy(link),
+		{"mbr below gbr", []shaper.Flow{f(1, 5*mbit, 4*mbit, 1)}, DefaultPolicy(link),
 			[]string{"error mbr-below-gbr flow A (seid=1 qer=1) mbr"}, nil},
-		{"gbr above link", []shaper.Flow{f(1, 31*mbit, 0, 1)}, shaper.DefaultPolicy(link),
+		{"gbr above link", []shaper.Flow{f(1, 31*mbit, 0, 1)}, DefaultPolicy(link),
 			[]string{"error gbr-above-link flow A (seid=1 qer=1) gbr"}, nil},
-		{"sum of gbr refused", []shaper.Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, shaper.DefaultPolicy(link),
+		{"sum of gbr refused", []shaper.Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, DefaultPolicy(link),
 			[]string{"error gbr-sum-above-link flow B (seid=1 qer=2) gbr"}, []uint16{0x10}},
 		{"sum of gbr clamped", []shaper.Flow{f(1, 20*mbit, 0, 1), f(2, 20*mbit, 0, 2)}, clamp,
 			[]string{"warning clamped flow B (seid=1 qer=2) gbr", "warning oversubscribed policy link"}, []uint16{0x10, 0x11}},
@@ -120,9 +121,9 @@ func TestPlanProblems(t *testing.T) {
 			[]string{"error gbr-sum-above-link flow B (seid=1 qer=2) gbr", "warning oversubscribed policy link"}, []uint16{0x10}},
 		{"clamp to exactly the non-GBR minimum", []shaper.Flow{f(1, 29*mbit, 0, 1), f(2, 5*mbit, 0, 2)}, clamp,
 			[]string{"warning clamped flow B (seid=1 qer=2) gbr", "warning oversubscribed policy link"}, []uint16{0x10, 0x11}},
-		{"duplicate flow", []shaper.Flow{f(1, 0, 0, 1), f(1, 0, 0, 2)}, shaper.DefaultPolicy(link),
+		{"duplicate flow", []shaper.Flow{f(1, 0, 0, 1), f(1, 0, 0, 2)}, DefaultPolicy(link),
 			[]string{"error duplicate-flow flow A (seid=1 qer=1) id"}, []uint16{0x10}},
-		{"duplicate mark", []shaper.Flow{f(1, 0, 0, 7), f(2, 0, 0, 7)}, shaper.DefaultPolicy(link),
+		{"duplicate mark", []shaper.Flow{f(1, 0, 0, 7), f(2, 0, 0, 7)}, DefaultPolicy(link),
 			[]string{"error duplicate-mark flow B (seid=1 qer=2) mark"}, []uint16{0x10}},
 		{"duplicate teid and qfi", []shaper.Flow{
 			{ID: shaper.FlowID{SEID: 1, QERID: 1}, Name: "A", QFI: 1, TEID: 0x64, Mark: 1},
@@ -130,15 +131,15 @@ func TestPlanProblems(t *testing.T) {
 			{ID: shaper.FlowID{SEID: 1, QERID: 3}, Name: "C", QFI: 2, TEID: 0x64, Mark: 3}, // other QFI: fine
 			{ID: shaper.FlowID{SEID: 1, QERID: 4}, Name: "D", QFI: 1, Mark: 4},             // TEID 0: not a key
 			{ID: shaper.FlowID{SEID: 1, QERID: 5}, Name: "E", QFI: 1, Mark: 5}},
-			shaper.DefaultPolicy(link),
+			DefaultPolicy(link),
 			[]string{"error duplicate-teid flow B (seid=1 qer=2) teid"}, []uint16{0x10, 0x11, 0x12, 0x13}},
-		{"mark outside the mask", []shaper.Flow{f(1, 0, 0, 0x80000002), f(2, 0, 0, 0x00FFFFFF)}, shaper.DefaultPolicy(link),
+		{"mark outside the mask", []shaper.Flow{f(1, 0, 0, 0x80000002), f(2, 0, 0, 0x00FFFFFF)}, DefaultPolicy(link),
 			[]string{"error bad-mark flow A (seid=1 qer=1) mark"}, []uint16{0x10}},
-		{"qfi above 63", []shaper.Flow{{ID: shaper.FlowID{SEID: 1, QERID: 1}, Name: "A", QFI: 64}}, shaper.DefaultPolicy(link),
+		{"qfi above 63", []shaper.Flow{{ID: shaper.FlowID{SEID: 1, QERID: 1}, Name: "A", QFI: 64}}, DefaultPolicy(link),
 			[]string{"error bad-qfi flow A (seid=1 qer=1) qfi"}, nil},
-		{"absurd rate", []shaper.Flow{f(1, 0, shaper.MaxRate+1, 1)}, shaper.DefaultPolicy(link),
+		{"absurd rate", []shaper.Flow{f(1, 0, shaper.MaxRate+1, 1)}, DefaultPolicy(link),
 			[]string{"error bad-rate flow A (seid=1 qer=1) mbr"}, nil},
-		{"tiny rate", []shaper.Flow{f(1, 3, 0, 1)}, shaper.DefaultPolicy(link),
+		{"tiny rate", []shaper.Flow{f(1, 3, 0, 1)}, DefaultPolicy(link),
 			[]string{"error bad-rate flow A (seid=1 qer=1) gbr"}, nil},
 		{"quantum below frame", []shaper.Flow{f(1, 0, 0, 1)}, smallQ,
 			[]string{"warning clamped policy quantum"}, []uint16{0x10}},
@@ -161,13 +162,13 @@ func TestPlanProblems(t *testing.T) {
 	if tree, probs := Plan(nil, zeroLink, nil); tree != nil || len(probs) != 1 || probs[0].Field != "link" {
 		t.Errorf("zero link: tree %v, problems %v; want no tree and one link problem", tree, probs)
 	}
-	badCls := shaper.DefaultPolicy(link)
+	badCls := DefaultPolicy(link)
 	badCls.Classifier = "fww"
 	if tree, probs := Plan(nil, badCls, nil); tree != nil || len(probs) != 1 || probs[0].Field != "classifier" || probs[0].Kind != shaper.BadPolicy {
 		t.Errorf("classifier fww: tree %v, problems %v; want no tree and one classifier problem", tree, probs)
 	}
-	gtpu := shaper.DefaultPolicy(link)
-	gtpu.Classifier = shaper.KindGTPU
+	gtpu := DefaultPolicy(link)
+	gtpu.Classifier = classify.KindGTPU
 	if tree, probs := Plan(nil, gtpu, nil); tree == nil || len(probs) != 0 {
 		t.Errorf("classifier gtpu: tree %v, problems %v; want a tree and no problems", tree, probs)
 	}
@@ -182,9 +183,9 @@ func TestPlanProblems(t *testing.T) {
 
 func TestPlanDeterministic(t *testing.T) {
 	fl := seedFlows()
-	a, _ := Plan(fl, shaper.DefaultPolicy(30*mbit), nil)
+	a, _ := Plan(fl, DefaultPolicy(30*mbit), nil)
 	rev := []shaper.Flow{fl[2], fl[0], fl[1]}
-	b, _ := Plan(rev, shaper.DefaultPolicy(30*mbit), nil)
+	b, _ := Plan(rev, DefaultPolicy(30*mbit), nil)
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("plan depends on input order (-first +reordered):\n%s", diff)
 	}
@@ -199,7 +200,7 @@ func TestPlanStableMinors(t *testing.T) {
 		}
 		return out
 	}
-	pol := shaper.DefaultPolicy(link)
+	pol := DefaultPolicy(link)
 	t1, _ := Plan(mk(1, 2, 3, 4), pol, nil)
 	minorOf := func(tr *Tree) map[uint32]uint16 {
 		m := map[uint32]uint16{}
@@ -239,7 +240,7 @@ func TestPlanSessionAMBR(t *testing.T) {
 		{ID: shaper.FlowID{SEID: 5, QERID: 3}, Name: "ngbr2", MBR: 20 * mbit, SessionAMBR: 10 * mbit, Mark: 3},
 		{ID: shaper.FlowID{SEID: 6, QERID: 1}, Name: "other", Mark: 4},
 	}
-	tree, probs := Plan(fl, shaper.DefaultPolicy(100*mbit), nil)
+	tree, probs := Plan(fl, DefaultPolicy(100*mbit), nil)
 	if len(probs) != 0 {
 		t.Fatalf("problems: %v", probs)
 	}
@@ -257,7 +258,7 @@ func TestPlanSessionAMBR(t *testing.T) {
 		t.Errorf("classes (-want +got):\n%s", diff)
 	}
 	// Planned again against itself, nothing moves.
-	pol := shaper.DefaultPolicy(100 * mbit)
+	pol := DefaultPolicy(100 * mbit)
 	again, _ := Plan(fl, pol, tree)
 	if diff := cmp.Diff(tree, again); diff != "" {
 		t.Errorf("replan moved classes (-first +second):\n%s", diff)
@@ -270,7 +271,7 @@ func TestPlanTooManyFlows(t *testing.T) {
 	for i := range fl {
 		fl[i] = shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: uint32(i + 1)}}
 	}
-	pol := shaper.DefaultPolicy(1_000_000 * mbit)
+	pol := DefaultPolicy(1_000_000 * mbit)
 	pol.NonGBRMin = 1000
 	pol.DefaultRate = 1000
 	tree, probs := Plan(fl, pol, nil)
@@ -294,7 +295,7 @@ func TestPlanTooManyFlows(t *testing.T) {
 }
 
 func TestTCCommandsSeed(t *testing.T) {
-	tree, _ := Plan(seedFlows(), shaper.DefaultPolicy(30*mbit), nil)
+	tree, _ := Plan(seedFlows(), DefaultPolicy(30*mbit), nil)
 	out := tree.TCCommands("eth1")
 	for _, want := range []string{
 		"tc qdisc replace dev eth1 root handle 6771: stab overhead -58 linklayer ethernet htb default 2",
@@ -322,7 +323,7 @@ func TestTCCommandsSeed(t *testing.T) {
 			"classid 6771:1 htb rate 30mbit ceil 30mbit overhead 14 burst"},
 		{shaper.AccountPacket, shaper.Overhead{Fixed: true}, "root handle 6771: stab overhead 0 linklayer ethernet htb", "classid 6771:1 htb rate 30mbit ceil 30mbit burst"},
 	} {
-		pol := shaper.DefaultPolicy(30 * mbit)
+		pol := DefaultPolicy(30 * mbit)
 		pol.Accounting, pol.Overhead = c.acc, c.over
 		tree, _ := Plan(seedFlows(), pol, nil)
 		out := tree.TCCommands("eth1")
@@ -335,7 +336,7 @@ func TestTCCommandsSeed(t *testing.T) {
 // TestPlanShrinksThePool: spares beyond a smaller pool leave the tree,
 // the lowest kept; the flows keep their classes.
 func TestPlanShrinksThePool(t *testing.T) {
-	pol := shaper.DefaultPolicy(100e6)
+	pol := DefaultPolicy(100e6)
 	pol.Pool = 4
 	flows := []shaper.Flow{{ID: shaper.FlowID{SEID: 1, QERID: 1}, QFI: 1, Direction: shaper.Downlink, GBR: 1e6, MBR: 2e6, Mark: 2}}
 	prev, probs := Plan(flows, pol, nil)
@@ -374,7 +375,7 @@ func TestPlanShrinksThePool(t *testing.T) {
 // more than the link warns with the parts: the seed's flows on 21 Mbit/s
 // (GBRs 20, C's non-GBR minimum 1, the default class 1).
 func TestPlanOversubscribedNamesParts(t *testing.T) {
-	_, probs := Plan(seedFlows(), shaper.DefaultPolicy(21*mbit), nil)
+	_, probs := Plan(seedFlows(), DefaultPolicy(21*mbit), nil)
 	var detail string
 	for _, p := range probs {
 		if p.Kind == shaper.Oversubscribed {

@@ -6,18 +6,17 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
 // checkReady fails, naming what is missing, when this process could not
 // install or adopt the built-in classifier of kind k (a capability, a
 // usable BPF pin directory). It is asked once per Reconciler and kind.
-func (r *Reconciler) checkReady(k shaper.ClassifierKind) error {
+func (r *Reconciler) checkReady(k classify.Kind) error {
 	if !classify.HasCap(unix.CAP_NET_ADMIN) {
 		return fmt.Errorf("dev %s: missing CAP_NET_ADMIN (needed for every tc write)", r.dev)
 	}
-	if r.cls != nil || k == shaper.KindAuto || r.ready[k] {
+	if r.cls != nil || k == classify.KindAuto || r.ready[k] {
 		return nil
 	}
 	c, ok := r.builtin(k).(classify.Readier)
@@ -28,7 +27,7 @@ func (r *Reconciler) checkReady(k shaper.ClassifierKind) error {
 		return fmt.Errorf("dev %s: classifier %s: %w", r.dev, k, err)
 	}
 	if r.ready == nil {
-		r.ready = map[shaper.ClassifierKind]bool{}
+		r.ready = map[classify.Kind]bool{}
 	}
 	r.ready[k] = true
 	return nil

@@ -26,7 +26,7 @@ func kernelView(t *Tree) *Tree {
 // each flow keeps the class that carries its contract, and only the
 // binding (the Mark of the planned class) differs from the kernel's.
 func TestPlanDistrustsBindingThatContradictsContract(t *testing.T) {
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	first := mustPlan(t, seedFlows(), pol, nil)
 	k := kernelView(first)
 	for i := range k.Classes { // swap the bindings of 10 (A) and 11 (B)
@@ -65,7 +65,7 @@ func TestPlanDistrustsBindingThatContradictsContract(t *testing.T) {
 // back the class that carries exactly its rate and ceil, not a spare and
 // not a fresh class id, and the spares stay spares.
 func TestPlanUnboundFlowTakesItsContractsClass(t *testing.T) {
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	pol.Pool = 2
 	leaving := []shaper.Flow{
 		{ID: shaper.FlowID{SEID: 2, QERID: 1}, QFI: 5, Direction: shaper.Downlink, MBR: 2 * mbit, Mark: 5},
@@ -104,9 +104,9 @@ func TestPlanUnboundFlowTakesItsContractsClass(t *testing.T) {
 func TestIntegrationSwappedBindingRepairedNotRates(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	pol := shaper.DefaultPolicy(30 * mbit)
+	pol := DefaultPolicy(30 * mbit)
 	be := l.open(Options{})
-	if _, err := be.Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true}); err != nil {
+	if _, err := be.Apply(ctx, seedFlows(), pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 		t.Fatal(err)
 	}
 	classes := l.tcClasses(t)
@@ -131,7 +131,7 @@ func TestIntegrationSwappedBindingRepairedNotRates(t *testing.T) {
 	l.send(t, 2, 4, 200) // A's packets now count in B's class
 	st := l.waitPackets(t, rec, 0x11, 4)
 
-	rep, err := l.open(Options{}).Apply(ctx, seedFlows(), pol, shaper.ApplyOptions{Strict: true})
+	rep, err := l.open(Options{}).Apply(ctx, seedFlows(), pol.Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}

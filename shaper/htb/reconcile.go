@@ -81,7 +81,7 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 	if err != nil {
 		return nil, err
 	}
-	hadNoRoot := kind == shaper.KindAuto && r.autoKind == "" && r.noRoot(link)
+	hadNoRoot := kind == classify.KindAuto && r.autoKind == "" && r.noRoot(link)
 	u := &run{r: r, ctx: ctx, desired: desired, link: link, res: res,
 		env: classify.Env{Handle: r.h, Link: link, Root: rootHandle()}}
 	if r.incremental && mem != nil {
@@ -101,7 +101,7 @@ func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, re
 		if u.cls, err = r.classifier(ctx, u.env, desired, res); err != nil {
 			return nil, err
 		}
-		if kind == shaper.KindAuto {
+		if kind == classify.KindAuto {
 			if err := r.readyAfterPick(u, hadNoRoot); err != nil {
 				return nil, err
 			}

@@ -3,7 +3,6 @@ package htb
 import (
 	"context"
 
-	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -30,15 +29,15 @@ type Reconciler struct {
 	rawIndex int
 	// kind is the requested classifier kind (overridden by the tree's when
 	// empty); cls is the classifier in use once chosen.
-	kind       shaper.ClassifierKind
+	kind       classify.Kind
 	cls        classify.Classifier
-	leaf       shaper.LeafKind
-	leafAuto   shaper.LeafKind
-	autoKind   shaper.ClassifierKind
+	leaf       LeafKind
+	leafAuto   LeafKind
+	autoKind   classify.Kind
 	writes     int
-	classCache map[shaper.ClassifierKind]classify.Classifier
+	classCache map[classify.Kind]classify.Classifier
 	// ready holds the kinds checkReady passed.
-	ready map[shaper.ClassifierKind]bool
+	ready map[classify.Kind]bool
 	// incremental turns incremental mode on; mem is what the last
 	// successful Reconcile made true (nil: read the kernel next time).
 	incremental bool
@@ -66,7 +65,7 @@ func WithForce(force bool) Option { return func(r *Reconciler) { r.force = force
 
 // WithClassifierKind forces a classifier kind (auto, fw, bpf) instead of the
 // one the desired tree names.
-func WithClassifierKind(k shaper.ClassifierKind) Option { return func(r *Reconciler) { r.kind = k } }
+func WithClassifierKind(k classify.Kind) Option { return func(r *Reconciler) { r.kind = k } }
 
 // WithClassifier uses c (for example shaper/classify/gtpu's) for classification.
 func WithClassifier(c classify.Classifier) Option {
@@ -74,7 +73,7 @@ func WithClassifier(c classify.Classifier) Option {
 }
 
 // WithLeaf forces a leaf qdisc kind instead of the desired tree's.
-func WithLeaf(k shaper.LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
+func WithLeaf(k LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
 
 // WithIncremental turns incremental mode on (see Reconcile): after a
 // successful Reconcile the Reconciler remembers the tree it made true, and
@@ -86,7 +85,7 @@ func WithIncremental(on bool) Option { return func(r *Reconciler) { r.SetIncreme
 // NewReconciler returns a Reconciler for device dev through handle h. h must
 // stay open as long as the Reconciler is used; the caller closes it.
 func NewReconciler(h *netlink.Handle, dev string, opts ...Option) *Reconciler {
-	r := &Reconciler{h: h, dev: dev, ns: netns.None(), classCache: map[shaper.ClassifierKind]classify.Classifier{},
+	r := &Reconciler{h: h, dev: dev, ns: netns.None(), classCache: map[classify.Kind]classify.Classifier{},
 		bind: defaultBindChunk}
 	for _, o := range opts {
 		o(r)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 )
 
@@ -107,7 +108,7 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 		return nil, err
 	}
 	in.Owned, in.Root = true, fmt.Sprintf("%x:", t.Major)
-	in.Classifier, in.Leaf, in.Default = t.Classifier, t.Leaf.Kind, t.Handle(t.DefaultMinor)
+	in.Classifier, in.Leaf, in.Default = string(t.Classifier), string(t.Leaf.Kind), t.Handle(t.DefaultMinor)
 	in.Accounting, in.Overhead = t.Accounting, t.Overhead
 	ids := make(map[uint32]bool, len(t.Classes))
 	for _, c := range t.Classes {
@@ -130,7 +131,7 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 
 // deltaChanges lists what an incremental update wrote, one entry per class
 // created, changed or deleted, plus one for the classifier's entries.
-func deltaChanges(d *delta, kind shaper.ClassifierKind) []shaper.Change {
+func deltaChanges(d *delta, kind classify.Kind) []shaper.Change {
 	t := &Tree{Major: OwnedMajor}
 	var out []shaper.Change
 	class := func(op string, c Class) shaper.Change {

@@ -25,9 +25,9 @@ type Result struct {
 	// Classifier is the classifier's part.
 	Classifier classify.Result
 	// ClassifierKind is the classifier in use (after auto-detection).
-	ClassifierKind shaper.ClassifierKind
+	ClassifierKind classify.Kind
 	// LeafKind is the leaf qdisc in use (after auto-detection).
-	LeafKind shaper.LeafKind
+	LeafKind LeafKind
 	// Writes counts every kernel write (netlink and BPF map), classifier
 	// included. 0 means the device was already in sync.
 	Writes int

@@ -39,7 +39,7 @@ type devState struct {
 	table classify.Table
 	cls   classify.Classifier
 	link  netlink.Link
-	leaf  shaper.LeafKind
+	leaf  LeafKind
 }
 
 // usableFor reports whether a remembered state can stand in for the

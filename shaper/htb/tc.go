@@ -48,17 +48,17 @@ func (t *Tree) TCCommands(dev string) string {
 		}
 	}
 	switch t.Classifier {
-	case shaper.KindFw, shaper.KindAuto, "":
+	case classify.KindFw, classify.KindAuto, "":
 		for _, c := range t.Classes {
 			if c.Role == shaper.RoleFlow && c.Mark != 0 {
 				w("tc filter replace dev %s parent %x: protocol all prio %d handle %#x/%#x fw flowid %s  # %s",
 					dev, t.Major, classify.FwPrio, c.Mark, shaper.MarkMask, t.Handle(c.Minor), classComment(c))
 			}
 		}
-		if t.Classifier != shaper.KindFw {
+		if t.Classifier != classify.KindFw {
 			w("# classifier auto: fw filters as above where the kernel has cls_fw, else cls_bpf prio %d with the same mark -> class entries in a BPF map", classify.BPFPrio)
 		}
-	case shaper.KindBPF:
+	case classify.KindBPF:
 		w("# classifier bpf: one cls_bpf direct-action filter on %x: (prio %d) with a BPF hash map mark -> class:", t.Major, classify.BPFPrio)
 		for _, c := range t.Classes {
 			if c.Role == shaper.RoleFlow && c.Mark != 0 {
@@ -84,8 +84,8 @@ func (t *Tree) stabArgs() string {
 // shown as fq_codel, with a comment on the FIFO fallback.
 func renderLeaf(dev string, t *Tree, minor uint16) string {
 	k := t.Leaf.Kind
-	if k == shaper.LeafAuto || k == "" {
-		return leaves[shaper.LeafFQCodel].render(dev, t, minor) + "  # auto: FIFO (HTB's pfifo) where fq_codel is missing"
+	if k == LeafAuto || k == "" {
+		return leaves[LeafFQCodel].render(dev, t, minor) + "  # auto: FIFO (HTB's pfifo) where fq_codel is missing"
 	}
 	if lf, ok := leaves[k]; ok {
 		return lf.render(dev, t, minor)

@@ -86,9 +86,9 @@ type Tree struct {
 	// LinkRate is the link class's rate in bit/s.
 	LinkRate uint64
 	// Leaf is the qdisc under each leaf class (flows and default).
-	Leaf shaper.LeafSpec
+	Leaf LeafSpec
 	// Classifier is the classifier kind the tree is meant for.
-	Classifier shaper.ClassifierKind
+	Classifier classify.Kind
 	// Accounting is the bytes the classes count. Under packet accounting
 	// the root qdisc has a size table that takes Overhead off every
 	// packet's length, so every class counts the user's packet; the link

@@ -25,7 +25,7 @@ func UnreachableProblems(t *Tree, c classify.Classifier) []shaper.Problem {
 // only those.
 type keyCheck struct {
 	kn   classify.KeyNeeder
-	kind shaper.ClassifierKind
+	kind classify.Kind
 }
 
 // newKeyCheck is the check for t's flows bound by c (t's classifier kind
@@ -79,8 +79,8 @@ func (k keyCheck) unreachable(major uint16, cl Class) (shaper.Problem, bool) {
 // ClassifierFor returns the classifier a plan for kind k is enforced by
 // (auto: a mark classifier, as both it can pick are), for
 // UnreachableProblems on a plan made without a device.
-func ClassifierFor(k shaper.ClassifierKind) classify.Classifier {
-	if k == shaper.KindBPF {
+func ClassifierFor(k classify.Kind) classify.Classifier {
+	if k == classify.KindBPF {
 		return classify.NewMarkBPF()
 	}
 	return classify.NewFw()

@@ -383,8 +383,8 @@ func (e *env) canonical() string {
 		}
 		return c.Role == shaper.RoleSpare
 	})
-	if spares > shaper.DefaultPool {
-		e.t.Errorf("%d spare classes on the device, more than the pool (%d)", spares, shaper.DefaultPool)
+	if spares > htb.DefaultPool {
+		e.t.Errorf("%d spare classes on the device, more than the pool (%d)", spares, htb.DefaultPool)
 	}
 	name := map[uint16]string{}
 	children := map[uint16][]string{}

@@ -78,14 +78,16 @@ func (l *StockLab) Shape(tb testing.TB) {
 	l.Shared = backends.NewShared(l.N3)
 	gc, h := l.Shared, l.H
 	tb.Cleanup(func() { _ = gc.Close(h) })
-	pol := shaper.DefaultPolicy(100e6)
-	pol.Classifier = shaper.KindGTPU
+	pol, err := backends.Override(shaper.DefaultPolicy(100e6), shaper.Knobs{"classifier": "gtpu"})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	for _, x := range []struct {
 		dev string
 		dir shaper.Direction
 		rep *shaper.Report
 	}{{l.N3, shaper.Downlink, &l.DL}, {l.N6, shaper.Uplink, &l.UL}} {
-		be, err := backends.Open(x.dev, backends.Options{NetNS: l.NS.Handle, Classifier: shaper.KindGTPU, Shared: gc, Direction: x.dir, N3: l.N3})
+		be, err := backends.Open(x.dev, backends.Options{NetNS: l.NS.Handle, Marks: backends.Unmarked, Shared: gc, Direction: x.dir, N3: l.N3})
 		if err != nil {
 			tb.Fatalf("open backend on %s: %v", x.dev, err)
 		}

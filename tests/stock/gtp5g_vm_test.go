@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
@@ -122,8 +123,8 @@ func TestStockGtp5gGuest(t *testing.T) {
 		FARID: 4, QERIDs: []uint32{1}})
 
 	// The aware tree on N3, classified by (TEID, QFI) from the GTP-U header.
-	pol := shaper.DefaultPolicy(uint64(linkRate * scale))
-	pol.Classifier = shaper.KindGTPU
+	pol := htb.DefaultPolicy(uint64(linkRate * scale))
+	pol.Classifier = classify.KindGTPU
 	// The operator minimum scales with the link, or at small scales the
 	// non-GBR and default minimums would eat the GBR flows' guarantees.
 	pol.NonGBRMin = uint64(float64(shaper.DefaultNonGBRMin) * scale)
@@ -131,11 +132,11 @@ func TestStockGtp5gGuest(t *testing.T) {
 	// So do the DRR quantum (borrowing granularity) and the buckets (at a
 	// tenth of the rates 32 KiB is a tenth of a second of A's ceil, which
 	// a borrowing class gets back as a burst), down to one frame.
-	pol.Quantum = uint32(math.Max(float64(shaper.DefaultQuantum)*scale, shaper.DefaultMaxFrame))
-	pol.Burst = uint32(math.Max(float64(shaper.DefaultBurst)*scale, shaper.DefaultMaxFrame))
+	pol.Quantum = uint32(math.Max(float64(htb.DefaultQuantum)*scale, htb.DefaultMaxFrame))
+	pol.Burst = uint32(math.Max(float64(htb.DefaultBurst)*scale, htb.DefaultMaxFrame))
 	pol.CBurst = pol.Burst
 	if lk := os.Getenv(leafEnv); lk != "" {
-		k, err := shaper.ParseLeafKind(lk)
+		k, err := htb.ParseLeafKind(lk)
 		if err != nil {
 			t.Fatalf("%s: %v", leafEnv, err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
@@ -71,8 +72,8 @@ type shaped struct {
 // skips when the kernel refuses the BPF program.
 func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped {
 	t.Helper()
-	pol := shaper.DefaultPolicy(uint64(linkRate * l.Scale()))
-	pol.Classifier = shaper.KindGTPU
+	pol := htb.DefaultPolicy(uint64(linkRate * l.Scale()))
+	pol.Classifier = classify.KindGTPU
 	tree, problems := htb.Plan(flows, pol, nil)
 	for _, p := range problems {
 		t.Logf("plan: %v", p)

@@ -15,6 +15,7 @@ import (
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
@@ -91,11 +92,11 @@ func TestStockSDFGuest(t *testing.T) {
 	}
 	dl := shaper.FilterDirection(flows, shaper.Downlink)
 
-	pol := shaper.DefaultPolicy(uint64(link))
-	pol.Classifier = shaper.KindGTPU
+	pol := htb.DefaultPolicy(uint64(link))
+	pol.Classifier = classify.KindGTPU
 	pol.NonGBRMin = uint64(float64(shaper.DefaultNonGBRMin) * link / linkRate)
 	pol.DefaultRate = pol.NonGBRMin
-	pol.Quantum, pol.Burst, pol.CBurst = shaper.DefaultMaxFrame, shaper.DefaultMaxFrame*4, shaper.DefaultMaxFrame*4
+	pol.Quantum, pol.Burst, pol.CBurst = htb.DefaultMaxFrame, htb.DefaultMaxFrame*4, htb.DefaultMaxFrame*4
 	tree, tprobs := htb.Plan(dl, pol, nil)
 	if tree == nil {
 		t.Fatalf("plan: %v", tprobs)

@@ -86,7 +86,7 @@ func TestVerifyFlagsMisclassifiedFlow(t *testing.T) {
 		t.Errorf("broken classifier: exit %d, lines %q; want exit 1 with %q and a miss line", code, lines, wantB)
 	}
 
-	pol := shaper.DefaultPolicy(uint64(linkRate * l.Scale()))
+	pol := htb.DefaultPolicy(uint64(linkRate * l.Scale()))
 	pol.Classifier = s.tree.Classifier
 	fixed, probs := htb.Plan(good, pol, s.tree)
 	if fixed == nil {

@@ -67,7 +67,11 @@ func TestABCountOnlyArm(t *testing.T) {
 	if co.Policy.Mode != shaper.Static {
 		t.Errorf("%s: mode %v, want static (every class the same, contracts ignored)", abCountOnlyFile, co.Policy.Mode)
 	}
-	tree, probs := htb.Plan(co.Flows, co.Policy, nil)
+	pol, err := htb.PolicyOf(co.Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, probs := htb.Plan(co.Flows, pol, nil)
 	for _, pr := range probs {
 		t.Errorf("%s: planner problem %v on %s (%s): %s", abCountOnlyFile, pr.Kind, pr.Name, pr.Field, pr.Detail)
 	}

@@ -15,8 +15,8 @@ func (c *Classifier) Downlink() classify.Classifier { return downlink{c} }
 
 type downlink struct{ c *Classifier }
 
-// Kind returns shaper.KindGTPU.
-func (d downlink) Kind() shaper.ClassifierKind { return shaper.KindGTPU }
+// Kind returns classify.KindGTPU.
+func (d downlink) Kind() classify.Kind { return classify.KindGTPU }
 
 // Probe loads the objects: the kernel must accept the program.
 func (d downlink) Probe(ctx context.Context, env classify.Env) error {

@@ -17,8 +17,8 @@ func (c *Classifier) Uplink() classify.Classifier { return uplink{c} }
 
 type uplink struct{ c *Classifier }
 
-// Kind returns shaper.KindGTPU.
-func (u uplink) Kind() shaper.ClassifierKind { return shaper.KindGTPU }
+// Kind returns classify.KindGTPU.
+func (u uplink) Kind() classify.Kind { return classify.KindGTPU }
 
 // Probe loads the objects: the kernel must accept the programs.
 func (u uplink) Probe(ctx context.Context, env classify.Env) error {

@@ -1,28 +1,30 @@
-package shaper
+package htb
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // A bucket is never below what was asked, at any rate the model takes, and
 // never wraps: what does not fit the kernel's field is refused.
 func TestBufferTicksNeverBelowTheBurst(t *testing.T) {
-	for _, rate := range []uint64{MinRate * 1000, 1e6, 30e6, 1e9, 100e9, 300e9, 10e12} {
+	for _, rate := range []uint64{shaper.MinRate * 1000, 1e6, 30e6, 1e9, 100e9, 300e9, 10e12} {
 		for _, size := range []uint32{1514, 32 << 10, 1 << 20} {
 			ticks, ok := BufferTicks(rate, size)
 			if !ok {
 				continue
 			}
 			if ticks == 0 {
-				t.Errorf("BufferTicks(%s, %d) = 0", FormatRate(rate), size)
+				t.Errorf("BufferTicks(%s, %d) = 0", shaper.FormatRate(rate), size)
 			}
 			// What the kernel holds: ticks·64 ns at rate/8 bytes per second.
 			if held := float64(ticks) * TickNs / 1e9 * float64(rate) / 8; held < float64(size) {
-				t.Errorf("BufferTicks(%s, %d) = %d ticks, holding %.0f bytes", FormatRate(rate), size, ticks, held)
+				t.Errorf("BufferTicks(%s, %d) = %d ticks, holding %.0f bytes", shaper.FormatRate(rate), size, ticks, held)
 			}
 			if back := BufferBytes(rate, ticks); back < size {
-				t.Errorf("BufferBytes(%s, %d) = %d, below %d", FormatRate(rate), ticks, back, size)
+				t.Errorf("BufferBytes(%s, %d) = %d, below %d", shaper.FormatRate(rate), ticks, back, size)
 			}
 		}
 	}
@@ -62,14 +64,14 @@ func TestCheckPolicyRefusesSizesTheKernelCannotHold(t *testing.T) {
 
 func TestCheckFlowRefusesARateTooLowForItsBucket(t *testing.T) {
 	pol := DefaultPolicy(30e6)
-	f := Flow{ID: FlowID{SEID: 1, QERID: 2}, Direction: Downlink, GBR: 8, MBR: 1e6}
+	f := shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: 2}, Direction: shaper.Downlink, GBR: 8, MBR: 1e6}
 	ps, ok := CheckFlow(&f, &pol)
 	if ok || !strings.Contains(joinProblems(ps), "gbr") || !strings.Contains(joinProblems(ps), "too low for a 32k burst") {
 		t.Errorf("GBR 8bit: ok %v, problems %q; want the flow refused naming gbr", ok, joinProblems(ps))
 	}
 }
 
-func joinProblems(ps []Problem) string {
+func joinProblems(ps []shaper.Problem) string {
 	var b strings.Builder
 	for _, p := range ps {
 		b.WriteString(p.Error() + "\n")

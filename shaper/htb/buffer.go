@@ -1,6 +1,10 @@
-package shaper
+package htb
 
-import "math"
+import (
+	"math"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
 
 // The kernel keeps a class's token buckets as time: HTB's buffer and
 // cbuffer are psched ticks of 64 ns (PSCHED_SHIFT 6), 32 bits wide. A
@@ -45,8 +49,9 @@ func BufferBytes(rate uint64, ticks uint32) uint32 {
 }
 
 // checkBuffer reports a rate too low for its bucket: the kernel could not
-// hold size bytes of it. field names the rate's key.
-func (p *problems) checkBuffer(f *Flow, field, bucket string, rate uint64, size uint32) bool {
+// hold size bytes of it. field names the rate's key; f is the flow (nil:
+// the policy).
+func (p *problems) checkBuffer(f *shaper.Flow, field, bucket string, rate uint64, size uint32) bool {
 	if rate == 0 {
 		return true
 	}
@@ -54,8 +59,8 @@ func (p *problems) checkBuffer(f *Flow, field, bucket string, rate uint64, size 
 		return true
 	}
 	min := (uint64(size)*125_000_000 + MaxBufferTicks - 1) / MaxBufferTicks
-	p.report(Error, BadRate, f, field, "rate %s too low for a %s %s: the kernel holds at most %.0f s of a class's rate (use at least %s, or a smaller %s)",
-		FormatRate(rate), FormatSize(size), bucket, float64(MaxBufferTicks)*TickNs/1e9, FormatRate(min), bucket)
+	p.report(shaper.Error, shaper.BadRate, f, field, "rate %s too low for a %s %s: the kernel holds at most %.0f s of a class's rate (use at least %s, or a smaller %s)",
+		shaper.FormatRate(rate), shaper.FormatSize(size), bucket, float64(MaxBufferTicks)*TickNs/1e9, shaper.FormatRate(min), bucket)
 	return false
 }
 
@@ -66,28 +71,3 @@ const (
 	// MaxFrameLimit bounds max_frame: a GSO packet of BIG TCP's size.
 	MaxFrameLimit = 256 << 10
 )
-
-// checkSizes validates the policy's sizes against the kernel's fields and
-// raises a burst below the largest frame to it (a bucket smaller than a
-// frame never lets the frame through at the class's rate).
-func (p *problems) checkSizes(pol *Policy) bool {
-	ok := true
-	if pol.MaxFrame > MaxFrameLimit {
-		p.report(Error, BadPolicy, nil, "max_frame", "max_frame %s above %s", FormatSize(pol.MaxFrame), FormatSize(MaxFrameLimit))
-		ok = false
-	}
-	if pol.Quantum > MaxQuantum {
-		p.report(Error, BadPolicy, nil, "quantum", "quantum %d above %d (the kernel keeps it in an int)", pol.Quantum, MaxQuantum)
-		ok = false
-	}
-	for _, b := range []struct {
-		field string
-		v     *uint32
-	}{{"burst", &pol.Burst}, {"cburst", &pol.CBurst}} {
-		if *b.v != 0 && *b.v < pol.MaxFrame {
-			p.report(Warning, Clamped, nil, b.field, "%s %s below the largest frame %s: using %s", b.field, FormatSize(*b.v), FormatSize(pol.MaxFrame), FormatSize(pol.MaxFrame))
-			*b.v = pol.MaxFrame
-		}
-	}
-	return ok
-}
