@@ -38,7 +38,7 @@ unit: ## The fast loop: go test -short (lab throughput and tests/stock skip; net
 fuzz: ## Run each decoder fuzz target briefly (FUZZTIME inputs each, default 20000x)
 	@./scripts/fuzz.sh $(FUZZTIME)
 
-vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run every TestVM* (shaper, lab, gtp5g with GTP5G_KO) inside it (root)
+vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run every TestVM* (shaper, lab, gtp5g with GTP5G_KO; 6.12 for TestVMKernel612) inside it (root)
 	GTPQOS_VM=1 $(GO) test -count=1 -p 1 -timeout 20m -run '^TestVM' -v $(PKGS)
 
 demo: deps build ## Reproduce the seed experiment (static vs aware HTB) in network namespaces (root)
@@ -51,9 +51,9 @@ lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
 
-generate: ## Rebuild shaper/classify/gtpu's BPF objects with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
+generate: ## Rebuild the BPF objects (shaper/classify, shaper/classify/gtpu, shaper/edt) with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
 	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || apt-get install -y clang llvm libbpf-dev
-	BPF_CFLAGS="-I/usr/include/$$(uname -m)-linux-gnu" $(GO) generate ./shaper/classify/gtpu/
+	BPF_CFLAGS="-I/usr/include/$$(uname -m)-linux-gnu" $(GO) generate ./shaper/classify/ ./shaper/classify/gtpu/ ./shaper/edt/
 
 IMAGE   ?= gtpqos:latest
 

@@ -35,8 +35,14 @@ type Config struct {
 	// Modules are loaded in addition to DefaultModules.
 	Modules []string
 	// KernelRelease forces a kernel release (e.g. "6.1.0-57-amd64");
-	// default: KO's vermagic, else the newest Debian 12 6.1 kernel.
+	// default: KO's vermagic, else the newest kernel of KernelSeries.
 	KernelRelease string
+	// KernelSeries picks the Debian 12 kernel line when neither KO nor
+	// KernelRelease names a release: "6.1" (linux-image-6.1.0-N-amd64) or
+	// "6.12" (bookworm-backports' linux-image-6.12.N+deb12-amd64: fq bands
+	// and weights, TCX). Default: $GTPQOS_VM_KERNEL, else "6.1". When set,
+	// a KO or KernelRelease of another series is an error.
+	KernelSeries string
 	// Timeout bounds the whole run, boot included (default 5 minutes).
 	// On expiry qemu is killed and Run fails.
 	Timeout time.Duration

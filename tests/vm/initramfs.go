@@ -10,15 +10,9 @@ import (
 	"strings"
 )
 
-// bootModules are what the initramfs needs before it can mount the host
-// root over 9p (virtio PCI transport and the 9p stack), in load order.
-var bootModules = []string{
-	"virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
-	"netfs", "fscache", "9pnet", "9pnet_virtio", "9p",
-}
-
 // DefaultModules are loaded in every guest before the scenario runs
-// (built-in ones, such as sch_fq_codel on Debian 12, are skipped).
+// (built-in ones, such as sch_fq_codel on Debian 12's 6.1 and 6.12, are
+// skipped).
 // Anything else the kernel asks for is loaded on demand: the guest's
 // /proc/sys/kernel/modprobe points at the host's modprobe run against the
 // unpacked kernel tree.
@@ -42,11 +36,14 @@ const GuestWorkDir = "/run/vm"
 const rcExitSetup = 125
 
 type initParams struct {
-	kernel  *Kernel
-	modules []string // modprobe'd in the guest after the host root is mounted
-	ko      string   // guest path of the extra module, or ""
-	koDeps  []string
-	koArgs  []string
+	kernel *Kernel
+	// bootModules are the series' virtio/9p modules (series.bootModules),
+	// insmod'ed from the initramfs.
+	bootModules []string
+	modules     []string // modprobe'd in the guest after the host root is mounted
+	ko          string   // guest path of the extra module, or ""
+	koDeps      []string
+	koArgs      []string
 	// repo is a host directory under one of the guest's tmpfs mounts (/tmp,
 	// /run, /var/tmp) that is shared again, read-only, over 9p tag "repo" at
 	// the same path: the repository when it was cloned there (as CI may).
@@ -92,7 +89,7 @@ func buildInitramfs(path string, p initParams) error {
 	if err != nil {
 		return err
 	}
-	mods, err := ix.order(bootModules...)
+	mods, err := ix.order(p.bootModules...)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,17 +36,34 @@ func CacheDir() string {
 	return "/var/cache/gtpqos-vm"
 }
 
-var kernelPkgRE = regexp.MustCompile(`^linux-image-(6\.1\.0-([0-9]+)-amd64)(-unsigned)?$`)
+// PrepareKernel is PrepareKernelSeries for the series $GTPQOS_VM_KERNEL
+// names (default 6.1), or the one want belongs to.
+func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) {
+	s, err := pickSeries("", want)
+	if err != nil {
+		return nil, err
+	}
+	return prepareKernel(ctx, cacheDir, s, want)
+}
 
-// PrepareKernel returns a Debian 12 6.1 kernel unpacked under cacheDir.
+// PrepareKernelSeries returns a Debian 12 kernel of a series ("6.1",
+// "6.12"; "" for $GTPQOS_VM_KERNEL, else 6.1) unpacked under cacheDir.
 //
-// With want empty it takes the newest linux-image-6.1.0-N-amd64 apt knows
+// With want empty it takes the newest linux-image of the series apt knows
 // whose package downloads (signed, else -unsigned), reusing an unpacked
 // copy when there is one; offline, it falls back to the newest cached one.
 // With want set (a release such as "6.1.0-57-amd64", e.g. a gtp5g.ko's
 // vermagic) it takes exactly that release. $GTPQOS_VM_KERNEL_DEB names a
 // .deb to use instead of asking apt.
-func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) {
+func PrepareKernelSeries(ctx context.Context, cacheDir, seriesName, want string) (*Kernel, error) {
+	s, err := pickSeries(seriesName, want)
+	if err != nil {
+		return nil, err
+	}
+	return prepareKernel(ctx, cacheDir, s, want)
+}
+
+func prepareKernel(ctx context.Context, cacheDir string, s *series, want string) (*Kernel, error) {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("kernel cache: %w", err)
 	}
@@ -59,9 +75,11 @@ func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) 
 
 	if deb := os.Getenv("GTPQOS_VM_KERNEL_DEB"); deb != "" {
 		name, _, _ := strings.Cut(filepath.Base(deb), "_")
-		if m := kernelPkgRE.FindStringSubmatch(name); m != nil {
-			if k := cachedKernel(cacheDir, m[1]); k != nil {
-				return k, nil
+		for _, ds := range allSeries {
+			if m := ds.pkgRE.FindStringSubmatch(name); m != nil {
+				if k := cachedKernel(cacheDir, m[1]); k != nil {
+					return k, nil
+				}
 			}
 		}
 		return unpackDeb(ctx, cacheDir, deb)
@@ -71,28 +89,34 @@ func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) 
 			return k, nil
 		}
 	}
+	opts, err := aptOptions(cacheDir, s)
+	if err != nil {
+		return nil, err
+	}
 	var errs []error
 	for attempt := 0; attempt < 2; attempt++ {
 		if attempt == 1 {
-			// Offline, or the lists are stale: a cached kernel will do;
-			// else refresh the package lists once and retry.
+			// Offline, or the lists are stale (or, for a private suite,
+			// never fetched): a cached kernel will do; else refresh the
+			// package lists once and retry.
 			if want == "" {
-				if k := newestCachedKernel(cacheDir); k != nil {
+				if k := newestCachedKernel(cacheDir, s); k != nil {
 					return k, nil
 				}
 			}
-			if out, err := exec.CommandContext(ctx, "apt-get", "update", "-qq").CombinedOutput(); err != nil {
+			args := append(append([]string{}, opts...), "update", "-qq")
+			if out, err := exec.CommandContext(ctx, "apt-get", args...).CombinedOutput(); err != nil {
 				errs = append(errs, fmt.Errorf("apt-get update: %w: %s", err, lastLine(string(out))))
 				break
 			}
 		}
-		k, err := fromApt(ctx, cacheDir, want)
+		k, err := fromApt(ctx, cacheDir, s, opts, want)
 		if k != nil {
 			return k, nil
 		}
 		errs = append(errs, err...)
 	}
-	what := "linux-image-6.1.0-*-amd64"
+	what := s.pattern
 	if want != "" {
 		what = "linux-image-" + want
 	}
@@ -101,8 +125,8 @@ func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) 
 
 // fromApt returns the newest cached-or-downloadable candidate, or the
 // errors met.
-func fromApt(ctx context.Context, cacheDir, want string) (*Kernel, []error) {
-	cands, err := aptKernelCandidates(ctx, want)
+func fromApt(ctx context.Context, cacheDir string, s *series, opts []string, want string) (*Kernel, []error) {
+	cands, err := aptKernelCandidates(ctx, s, opts, want)
 	if err != nil {
 		return nil, []error{err}
 	}
@@ -112,7 +136,7 @@ func fromApt(ctx context.Context, cacheDir, want string) (*Kernel, []error) {
 			return k, nil
 		}
 		for _, pkg := range []string{c.pkg, c.pkg + "-unsigned"} {
-			deb, err := aptDownload(ctx, cacheDir, pkg)
+			deb, err := aptDownload(ctx, cacheDir, opts, pkg)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -127,7 +151,7 @@ func fromApt(ctx context.Context, cacheDir, want string) (*Kernel, []error) {
 		}
 	}
 	if len(cands) == 0 {
-		errs = append(errs, errors.New("apt-cache lists no matching linux-image-6.1.0-*-amd64"))
+		errs = append(errs, fmt.Errorf("apt-cache lists no matching %s", s.pattern))
 	}
 	return nil, errs
 }
@@ -138,18 +162,19 @@ type kernelCand struct {
 	n       int
 }
 
-// aptKernelCandidates lists linux-image-6.1.0-N-amd64 packages apt knows,
-// newest N first (only want, when set).
-func aptKernelCandidates(ctx context.Context, want string) ([]kernelCand, error) {
-	out, err := exec.CommandContext(ctx, "apt-cache", "search", "--names-only", `^linux-image-6\.1\.0-[0-9]+-amd64`).Output()
+// aptKernelCandidates lists a series' linux-image packages apt knows,
+// newest first (only want, when set).
+func aptKernelCandidates(ctx context.Context, s *series, opts []string, want string) ([]kernelCand, error) {
+	args := append(append([]string{}, opts...), "search", "--names-only", s.search)
+	out, err := exec.CommandContext(ctx, "apt-cache", args...).Output()
 	if err != nil {
-		return nil, fmt.Errorf("apt-cache search linux-image-6.1.0: %w", err)
+		return nil, fmt.Errorf("apt-cache search %s: %w", s.pattern, err)
 	}
 	seen := map[string]bool{}
 	var cands []kernelCand
 	for _, line := range strings.Split(string(out), "\n") {
 		name, _, _ := strings.Cut(line, " ")
-		m := kernelPkgRE.FindStringSubmatch(name)
+		m := s.pkgRE.FindStringSubmatch(name)
 		if m == nil || seen[m[1]] || (want != "" && m[1] != want) {
 			continue
 		}
@@ -161,12 +186,12 @@ func aptKernelCandidates(ctx context.Context, want string) ([]kernelCand, error)
 	return cands, nil
 }
 
-func aptDownload(ctx context.Context, cacheDir, pkg string) (string, error) {
+func aptDownload(ctx context.Context, cacheDir string, opts []string, pkg string) (string, error) {
 	dl := filepath.Join(cacheDir, "download")
 	if err := os.MkdirAll(dl, 0o755); err != nil {
 		return "", fmt.Errorf("apt-get download %s: %w", pkg, err)
 	}
-	cmd := exec.CommandContext(ctx, "apt-get", "download", "-q", pkg)
+	cmd := exec.CommandContext(ctx, "apt-get", append(append([]string{}, opts...), "download", "-q", pkg)...)
 	cmd.Dir = dl
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("apt-get download %s: %w: %s", pkg, err, lastLine(string(out)))
@@ -220,11 +245,12 @@ func cachedKernel(cacheDir, release string) *Kernel {
 	return k
 }
 
-func newestCachedKernel(cacheDir string) *Kernel {
+// newestCachedKernel returns the newest unpacked kernel of a series.
+func newestCachedKernel(cacheDir string, s *series) *Kernel {
 	ents, _ := os.ReadDir(cacheDir)
 	best, bestN := (*Kernel)(nil), -1
 	for _, e := range ents {
-		m := kernelPkgRE.FindStringSubmatch("linux-image-" + e.Name())
+		m := s.pkgRE.FindStringSubmatch("linux-image-" + e.Name())
 		if m == nil {
 			continue
 		}

@@ -41,43 +41,66 @@ func TestModIndexOrder(t *testing.T) {
 	}
 }
 
-// TestKORelease reads vermagic and depends from a real distro module when
-// a kernel is in the cache (PrepareKernel puts one there).
+// TestKORelease reads vermagic and depends from a real distro module of
+// each kernel series in the cache (PrepareKernel puts one there); 6.12's
+// modules are .ko.xz and its fscache is part of netfs.
 func TestKORelease(t *testing.T) {
-	k := newestCachedKernel(CacheDir())
-	if k == nil {
-		t.Skipf("no unpacked kernel in %s (the VM tests download one)", CacheDir())
-	}
-	rel, deps, err := koRelease(filepath.Join(k.ModDir(), "kernel/fs/9p/9p.ko"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rel != k.Release {
-		t.Errorf("9p.ko vermagic release %q, want %q", rel, k.Release)
-	}
-	for _, d := range []string{"9pnet", "netfs", "fscache"} {
-		if !strings.Contains(","+strings.Join(deps, ",")+",", ","+d+",") {
-			t.Errorf("9p.ko depends %v: missing %s", deps, d)
+	wantDeps := map[string][]string{"6.1": {"9pnet", "netfs", "fscache"}, "6.12": {"9pnet", "netfs"}}
+	tested := 0
+	for _, s := range allSeries {
+		k := newestCachedKernel(CacheDir(), s)
+		if k == nil {
+			continue
+		}
+		tested++
+		ix, err := loadModIndex(k.ModDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, deps, err := koRelease(filepath.Join(k.ModDir(), ix.path["9p"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel != k.Release {
+			t.Errorf("9p vermagic release %q, want %q", rel, k.Release)
+		}
+		for _, d := range wantDeps[s.name] {
+			if !strings.Contains(","+strings.Join(deps, ",")+",", ","+d+",") {
+				t.Errorf("%s: 9p depends %v: missing %s", k.Release, deps, d)
+			}
+		}
+		if _, err := ix.order(s.bootModules...); err != nil {
+			t.Errorf("%s: boot modules: %v", k.Release, err)
+		}
+		if _, _, err := koRelease(filepath.Join(k.ModDir(), "modules.dep")); err == nil {
+			t.Error("koRelease accepted a non-ELF file")
 		}
 	}
-	if _, _, err := koRelease(filepath.Join(k.ModDir(), "modules.dep")); err == nil {
-		t.Error("koRelease accepted a non-ELF file")
+	if tested == 0 {
+		t.Skipf("no unpacked kernel in %s (the VM tests download one)", CacheDir())
 	}
 }
 
-// TestBootImagePVH checks that the vmlinux extracted from the cached
+// TestBootImagePVH checks that the vmlinux extracted from each cached
 // kernel's bzImage is an ELF with a PVH entry (what qemu boots directly).
 func TestBootImagePVH(t *testing.T) {
-	k := newestCachedKernel(CacheDir())
-	if k == nil {
+	tested := 0
+	for _, s := range allSeries {
+		k := newestCachedKernel(CacheDir(), s)
+		if k == nil {
+			continue
+		}
+		tested++
+		img := bootImage(k)
+		if img == k.Vmlinuz || !hasPVHEntry(img) {
+			t.Errorf("boot image %s: want an extracted vmlinux with a PVH note", img)
+		}
+		if hasPVHEntry(k.Vmlinuz) {
+			t.Errorf("bzImage %s reported as a PVH ELF", k.Vmlinuz)
+		}
+	}
+	if tested == 0 {
 		t.Skipf("no unpacked kernel in %s (the VM tests download one)", CacheDir())
-	}
-	img := bootImage(k)
-	if img == k.Vmlinuz || !hasPVHEntry(img) {
-		t.Fatalf("boot image %s: want an extracted vmlinux with a PVH note", img)
-	}
-	if hasPVHEntry(k.Vmlinuz) {
-		t.Errorf("bzImage %s reported as a PVH ELF", k.Vmlinuz)
 	}
 }
 

@@ -66,19 +66,23 @@ func RunContext(ctx context.Context, workDir string, cfg Config) (*Result, error
 		}
 		release, p.koDeps, p.koArgs = rel, deps, cfg.KOArgs
 	}
-	k, err := PrepareKernel(ctx, CacheDir(), release)
+	s, err := pickSeries(cfg.KernelSeries, release)
 	if err != nil {
 		return nil, err
 	}
-	p.kernel = k
+	k, err := prepareKernel(ctx, CacheDir(), s, release)
+	if err != nil {
+		return nil, err
+	}
+	p.kernel, p.bootModules = k, s.bootModules
 
 	meta := filepath.Join(workDir, ".vm")
 	if err := os.MkdirAll(meta, 0o755); err != nil {
 		return nil, fmt.Errorf("vm work dir: %w", err)
 	}
 	if cfg.KO != "" {
-		name := filepath.Base(cfg.KO)
-		if err := copyFile(cfg.KO, filepath.Join(meta, name)); err != nil {
+		name, err := copyModule(cfg.KO, meta)
+		if err != nil {
 			return nil, err
 		}
 		p.ko = GuestWorkDir + "/.vm/" + name
@@ -273,6 +277,25 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 			werr, strings.TrimSpace(stderr.String()), tail(res.Console, 30))
 	}
 	return res, nil
+}
+
+// copyModule copies a kernel module into dir, decompressed if it is a
+// .ko.xz, .ko.zst or .ko.gz (busybox insmod takes a plain .ko), and
+// returns its name there.
+func copyModule(ko, dir string) (string, error) {
+	name := filepath.Base(ko)
+	if strings.HasSuffix(name, ".ko") {
+		return name, copyFile(ko, filepath.Join(dir, name))
+	}
+	b, err := readModule(ko)
+	if err != nil {
+		return "", err
+	}
+	name = modName(name) + ".ko"
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		return "", fmt.Errorf("vm: hand module to guest: %w", err)
+	}
+	return name, nil
 }
 
 func tail(s string, n int) string {

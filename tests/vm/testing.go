@@ -181,25 +181,27 @@ func (b *TestBinary) Script(name string, flags ...string) string {
 }
 
 // KOEnv names the variable holding the path of a gtp5g.ko built from
-// v0.10.2 plus gtp5g-patch/ against Debian's linux-headers-6.1.0-N-amd64.
+// v0.10.2 plus gtp5g-patch/ against Debian's linux-headers-6.1.0-N-amd64
+// (or linux-headers-6.12.N+deb12-amd64: the module's vermagic picks the
+// kernel).
 const KOEnv = "GTP5G_KO"
 
 // RequireKO returns $GTP5G_KO after Require, or skips the test with a
 // one-line reason when it is unset or not a readable kernel module built
-// for a Debian 6.1 kernel.
+// for a Debian 12 kernel the harness boots (6.1 or 6.12).
 func RequireKO(tb testing.TB) string {
 	tb.Helper()
 	Require(tb)
 	ko := os.Getenv(KOEnv)
 	if ko == "" {
-		tb.Skipf("real gtp5g datapath: set %s=/path/to/gtp5g.ko (v0.10.2 + gtp5g-patch, built for Debian's 6.1 kernel)", KOEnv)
+		tb.Skipf("real gtp5g datapath: set %s=/path/to/gtp5g.ko (v0.10.2 + gtp5g-patch, built for Debian 12's 6.1 or 6.12 kernel)", KOEnv)
 	}
 	rel, _, err := koRelease(ko)
 	if err != nil {
 		tb.Skipf("%s: %v", KOEnv, err)
 	}
-	if !kernelPkgRE.MatchString("linux-image-" + rel) {
-		tb.Skipf("%s=%s is built for kernel %s, not a Debian 12 6.1.0-N-amd64 kernel", KOEnv, ko, rel)
+	if seriesOfRelease(rel) == nil {
+		tb.Skipf("%s=%s is built for kernel %s, not a Debian 12 6.1.0-N-amd64 or 6.12.N+deb12-amd64 kernel", KOEnv, ko, rel)
 	}
 	return ko
 }

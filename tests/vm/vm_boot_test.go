@@ -51,7 +51,7 @@ type tcStats struct {
 // cls_fw and fq_codel work: marked packets land in the fw-selected class
 // and its fq_codel leaf, unmarked ones in the default class.
 func TestVMBoot(t *testing.T) {
-	res := Run(t, Config{Script: bootScript, Timeout: 3 * time.Minute})
+	res := Run(t, Config{Script: bootScript, KernelSeries: "6.1", Timeout: 3 * time.Minute})
 	if res.ExitCode != 0 {
 		t.Fatalf("guest scenario exited %d:\n%s", res.ExitCode, res.Output)
 	}

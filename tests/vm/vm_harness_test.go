@@ -102,8 +102,14 @@ func TestVMLoadsKO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ko := filepath.Join(t.TempDir(), "wireguard.ko")
-	if err := copyFile(filepath.Join(k.ModDir(), "kernel/drivers/net/wireguard/wireguard.ko"), ko); err != nil {
+	ix, err := loadModIndex(k.ModDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// wireguard.ko on 6.1, wireguard.ko.xz on 6.12.
+	src := filepath.Join(k.ModDir(), ix.path["wireguard"])
+	ko := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := copyFile(src, ko); err != nil {
 		t.Fatal(err)
 	}
 	res := Run(t, Config{
