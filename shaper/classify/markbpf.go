@@ -8,7 +8,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
-	"github.com/free5gc/gtpqos/shaper"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
