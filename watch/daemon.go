@@ -67,16 +67,8 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		return nil, fmt.Errorf("gtp5g features: %w", err)
 	}
 	patched := feats.Has(gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents)
-	if patched {
-		if d.startMode, err = gc.MarkMode(); err != nil {
-			return nil, fmt.Errorf("gtp5g mark mode: %w", err)
-		}
-	}
-	// A patched module left in mark mode off (--mark-mode current) marks
-	// nothing: its packets are classified as stock gtp5g's are.
-	d.marks = backends.Marked
-	if !patched || d.unmarked() {
-		d.marks, d.shared = backends.Unmarked, backends.NewShared(cfg.N3)
+	if err := d.chooseMarks(gc, patched); err != nil {
+		return nil, err
 	}
 	// The backend says how it will find each packet's flow, or why it
 	// cannot with this gtp5g.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/free5gc/gtpqos/gtpnl"
+	"github.com/free5gc/gtpqos/shaper/backends"
 )
 
 // The mark mode is module-wide: every UPF on the host (every container
@@ -42,6 +43,25 @@ func (d *Daemon) sameMarkMode(c *gtpnl.Client) error {
 	}
 	if cur != d.startMode {
 		return fmt.Errorf("gtp5g mark mode is %s, watch started with %s and classifies by it (--mark-mode current never sets it: it is machine-wide): set it back, or restart watch", cur, d.startMode)
+	}
+	return nil
+}
+
+// chooseMarks records the patched module's mark mode and decides whether
+// packets carry marks: a patched module left in mode off (--mark-mode
+// current) marks nothing, so its packets are classified as stock gtp5g's
+// are, with the GTP-U classifier N3 and N6 share.
+func (d *Daemon) chooseMarks(gc *gtpnl.Client, patched bool) error {
+	if patched {
+		m, err := gc.MarkMode()
+		if err != nil {
+			return fmt.Errorf("gtp5g mark mode: %w", err)
+		}
+		d.startMode = m
+	}
+	d.marks = backends.Marked
+	if !patched || d.unmarked() {
+		d.marks, d.shared = backends.Unmarked, backends.NewShared(d.cfg.N3)
 	}
 	return nil
 }
