@@ -90,8 +90,8 @@ func TestComposeOverride(t *testing.T) {
 	}
 	if cfg, err := watch.LoadConfig("compose/watch.yaml"); err != nil {
 		t.Errorf("compose/watch.yaml: %v", err)
-	} else if cfg.MarkMode != "keep" {
-		t.Errorf("compose/watch.yaml: mark_mode %q: a container must not change the machine-wide mark mode unasked (keep)", cfg.MarkMode)
+	} else if cfg.MarkMode != "current" {
+		t.Errorf("compose/watch.yaml: mark_mode %q: a container must not change the machine-wide mark mode unasked (current)", cfg.MarkMode)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/internal/yamlerr"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/devlock"
@@ -34,9 +33,12 @@ type Config struct {
 	Resync Duration `yaml:"resync"`
 	// Retry is the wait before retrying when gtp5g or a device is gone.
 	Retry Duration `yaml:"retry"`
-	// MarkMode is the gtp5g patch's mark mode to set: auto (default: pdr
-	// where the module offers it, else flow), pdr, flow, qfi, or keep
-	// (leave the module's mode alone unless it is off).
+	// MarkMode is what watch does with the gtp5g patch's mark mode, which
+	// is machine-wide (every UPF on the host shares it): current (default:
+	// never write it; off means packets are classified by TEID and SDF
+	// rules, as on stock gtp5g), auto (set pdr where the module offers it,
+	// else flow), pdr, flow, qfi, or keep (anything but off is kept, off
+	// becomes what auto picks).
 	MarkMode string `yaml:"mark_mode"`
 	// Classifier forces a classifier kind (auto, fw, bpf; gtpu without
 	// the patch): --classifier, or policy.classifier in the file. A kind
@@ -85,7 +87,7 @@ func DefaultConfig() Config {
 		Poll:        Duration(DefaultPoll),
 		Resync:      Duration(DefaultResync),
 		Retry:       Duration(DefaultRetry),
-		MarkMode:    "auto",
+		MarkMode:    "current",
 		Classifier:  "auto",
 		MetricsAddr: "127.0.0.1:9477",
 		LockDir:     devlock.DefaultDir,
@@ -189,10 +191,8 @@ func (c Config) Check() error {
 	if _, _, err := c.Policies(); err != nil {
 		return err
 	}
-	if c.MarkMode != "keep" && c.MarkMode != "auto" {
-		if _, err := gtpnl.ParseMarkMode(c.MarkMode); err != nil {
-			return fmt.Errorf("--mark-mode: %v (or auto, keep)", err)
-		}
+	if err := checkMarkModeName(c.MarkMode); err != nil {
+		return fmt.Errorf("--mark-mode: %w", err)
 	}
 	for _, d := range []struct {
 		name string

@@ -85,7 +85,7 @@ func TestConfigOverridesDefaults(t *testing.T) {
 	if dl.LinkRate != 30e6 || ul.LinkRate != 10e6 || dl.NonGBRMin != 2e6 || dl.DefaultRate != 2e6 || dl.Mode != shaper.Static {
 		t.Fatalf("policies dl %+v ul %+v", dl, ul)
 	}
-	if time.Duration(cfg.Resync) != DefaultResync || cfg.MarkMode != "auto" {
+	if time.Duration(cfg.Resync) != DefaultResync || cfg.MarkMode != "current" {
 		t.Fatalf("defaults lost: %+v", cfg)
 	}
 }

@@ -26,8 +26,10 @@ type Daemon struct {
 	dl, ul shaper.Backend
 	shared *backends.Shared
 	// marks says whether gtp5g marks the packets (the patch) or not.
-	marks   backends.Marks
-	metrics *Metrics
+	marks backends.Marks
+	// startMode is the patched module's mark mode when watch started.
+	startMode gtpnl.MarkMode
+	metrics   *Metrics
 	// Mode says how the daemon follows gtp5g and classifies packets, in
 	// one line.
 	Mode string
@@ -51,10 +53,8 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MarkMode != "keep" && cfg.MarkMode != "auto" {
-		if _, err := gtpnl.ParseMarkMode(cfg.MarkMode); err != nil {
-			return nil, fmt.Errorf("mark mode: %w (or auto, keep)", err)
-		}
+	if err := checkMarkModeName(cfg.MarkMode); err != nil {
+		return nil, fmt.Errorf("mark mode: %w", err)
 	}
 	// gtp5g first: without it nothing else matters.
 	gc, err := gtpnl.Dial()
@@ -67,9 +67,8 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		return nil, fmt.Errorf("gtp5g features: %w", err)
 	}
 	patched := feats.Has(gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents)
-	d.marks = backends.Marked
-	if !patched {
-		d.marks, d.shared = backends.Unmarked, backends.NewShared(cfg.N3)
+	if err := d.chooseMarks(gc, patched); err != nil {
+		return nil, err
 	}
 	// The backend says how it will find each packet's flow, or why it
 	// cannot with this gtp5g.
@@ -126,6 +125,11 @@ func (d *Daemon) markMode(gc *gtpnl.Client, feats gtpnl.Features, patched bool, 
 	cfg := d.cfg
 	if !patched {
 		d.Mode = fmt.Sprintf("mode: polling every %s (stock gtp5g, features %s: no QoS events), %s",
+			time.Duration(cfg.Poll), feats, binding)
+		return gtpnl.MarkOff, nil
+	}
+	if d.unmarked() {
+		d.Mode = fmt.Sprintf("mode: polling every %s (gtp5g patch, features %s, mark mode off, left as it is: it is machine-wide; --mark-mode auto sets pdr), %s",
 			time.Duration(cfg.Poll), feats, binding)
 		return gtpnl.MarkOff, nil
 	}
@@ -187,25 +191,30 @@ func (d *Daemon) source(patched bool, mode gtpnl.MarkMode, feats gtpnl.Features)
 	var first atomic.Bool // the source's first dial follows Start's checks
 	first.Store(true)
 	var marks qosview.UplinkMarks
+	// Without marks on the wire (stock gtp5g, or the patch left in mode
+	// off) every view is a whole dump: the uplink marks and SDF rules are
+	// assigned over all flows, so events (partial views) are not used.
+	unmarked := !patched || d.unmarked()
 	return &GTP5GSource{
 		Dial: gtpnl.Dial,
 		View: func(qers []gtpnl.QER, pdrs []gtpnl.PDR, fars []gtpnl.FAR) ([]shaper.Flow, []qosview.Problem) {
 			flows, problems := qosview.Build(qers, pdrs, fars, qosview.Options{MarkMode: mode})
-			if !patched {
-				// Stock gtp5g has no events: every view is of the whole
-				// dump, so the marks are assigned over all flows.
+			if unmarked {
 				flows = marks.Assign(flows)
 				problems = append(problems, d.setSDF(pdrs, fars, flows)...)
 			}
 			return flows, problems
 		},
-		WithEvents:     patched,
+		WithEvents:     !unmarked,
 		OnViewProblems: d.obs.ViewProblems,
 		OnConnect: func(c *gtpnl.Client) error {
 			if !patched || first.Swap(false) {
 				return nil
 			}
 			// gtp5g was reloaded: a fresh module marks nothing.
+			if d.cfg.MarkMode == "current" {
+				return d.sameMarkMode(c)
+			}
 			line, _, err := ensureMarkMode(c, d.cfg.MarkMode, feats)
 			if err == nil {
 				d.obs.Note("gtp5g reconnected: " + line)
@@ -287,15 +296,17 @@ func ensureMarkMode(gc *gtpnl.Client, want string, feats gtpnl.Features) (string
 	return fmt.Sprintf("gtp5g patch, features %s, mark mode %s -> %s", feats, cur, target), target, nil
 }
 
-// targetMarkMode is the mode ensureMarkMode sets: pdr where the module
-// offers it (one mark per PDR: one class per QoS flow whatever the order of
-// its QERs), else flow.
+// targetMarkMode is the mode ensureMarkMode sets: for current, the
+// module's own; for auto, pdr where the module offers it (one mark per PDR:
+// one class per QoS flow whatever the order of its QERs), else flow.
 func targetMarkMode(want string, cur gtpnl.MarkMode, feats gtpnl.Features) gtpnl.MarkMode {
 	auto := gtpnl.MarkFlow
 	if feats.Has(gtpnl.FeaturePDRMark) {
 		auto = gtpnl.MarkPDR
 	}
 	switch want {
+	case "current":
+		return cur
 	case "auto":
 		return auto
 	case "keep":

@@ -24,6 +24,8 @@ func TestTargetMarkModePrefersPDR(t *testing.T) {
 		{"keep", gtpnl.MarkOff, pdr, gtpnl.MarkPDR},
 		{"keep", gtpnl.MarkQFI, pdr, gtpnl.MarkQFI},
 		{"qfi", gtpnl.MarkPDR, pdr, gtpnl.MarkQFI},
+		{"current", gtpnl.MarkOff, pdr, gtpnl.MarkOff},
+		{"current", gtpnl.MarkFlow, pdr, gtpnl.MarkFlow},
 	} {
 		if m := targetMarkMode(tt.want, tt.cur, tt.feats); m != tt.got {
 			t.Errorf("%s from %s (features %s): %s, want %s", tt.want, tt.cur, tt.feats, m, tt.got)

@@ -31,7 +31,7 @@ ip addr add 10.200.0.1/24 dev n6w
 L=$!
 for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1; done
 ip link set upfgtp up || fail "no gtp5g device"
-./gtpqos watch --n3 n3w --n6 n6w --link-rate 30mbit --poll 300ms --resync 2s >watch.log 2>&1 &
+./gtpqos watch --n3 n3w --n6 n6w --link-rate 30mbit --poll 300ms --resync 2s --mark-mode auto >watch.log 2>&1 &
 W=$!
 sleep 1
 kill -0 $W || fail "watch exited at start"
@@ -174,7 +174,7 @@ for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1;
 ip link set upfgtp up || fail "no gtp5g device"
 [ -e /proc/gtp5g/qos_mark ] || { echo "EVENTS-NOT-SUPPORTED"; exit 0; }
 # A small events buffer, so that a stopped daemon misses events.
-./gtpqos watch --n3 n3w --link-rate 1gbit --resync 1h --events-buffer 4k --metrics-addr 127.0.0.1:9470 >watch.log 2>&1 &
+./gtpqos watch --n3 n3w --link-rate 1gbit --mark-mode auto --resync 1h --events-buffer 4k --metrics-addr 127.0.0.1:9470 >watch.log 2>&1 &
 W=$!
 metric() { wget -qO- http://127.0.0.1:9470/metrics | awk -v n="$1" '$1 == n { print $2 }'; }
 for i in $(seq 200); do d=$(metric gtpqos_source_dumps_total); [ -n "$d" ] && break; sleep 0.1; done

@@ -43,7 +43,7 @@ func watchFlags(args []string, stdout io.Writer) (cfg watch.Config, path string,
 	fs.DurationVar((*time.Duration)(&v.Poll), "poll", time.Duration(d.Poll), "dump interval without QoS events (stock gtp5g)")
 	fs.DurationVar((*time.Duration)(&v.Resync), "resync", time.Duration(d.Resync), "interval of the resync that reads the devices back and repairs drift")
 	fs.DurationVar((*time.Duration)(&v.Retry), "retry", time.Duration(d.Retry), "wait before retrying when gtp5g or a device is gone")
-	fs.StringVar(&v.MarkMode, "mark-mode", d.MarkMode, "gtp5g patch mark mode to set: auto (pdr where the module has it, else flow), pdr, flow, qfi or keep")
+	fs.StringVar(&v.MarkMode, "mark-mode", d.MarkMode, "gtp5g patch mark mode (machine-wide): current (never set it; off classifies by TEID and SDF rules), or set auto (pdr where the module has it, else flow), pdr, flow, qfi, keep")
 	fs.StringVar(&v.Classifier, "classifier", d.Classifier, "classifier: "+backends.Choices("classifier")+" (patched gtp5g marks packets); on stock gtp5g the backend classifies by TEID+QFI")
 	fs.StringVar(&v.MetricsAddr, "metrics-addr", d.MetricsAddr, "Prometheus listen address (loopback only; 'off' disables)")
 	fs.BoolVar(&v.CleanupOnExit, "cleanup-on-exit", false, "remove the trees on SIGTERM/SIGINT (default: leave them shaping)")

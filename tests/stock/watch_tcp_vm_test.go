@@ -55,15 +55,28 @@ type watchStatus struct {
 }
 
 // TestWatchTCPGuest runs the product's own path on free5GC's rule shapes
-// (addFree5GCSession): 'gtpqos watch' follows gtp5g (mark mode pdr on the
-// patched module; the TEID and SDF classifier on stock), and bulk TCP of
-// the default path (from 10.200.0.3, which no SDF rule names), of GBR flow
-// A and of non-GBR flow C ([AMBR, flow] QERs), one at a time, must land in
+// (addFree5GCSession): 'gtpqos watch' follows gtp5g, and bulk TCP of the
+// default path (from 10.200.0.3, which no SDF rule names), of GBR flow A
+// and of non-GBR flow C ([AMBR, flow] QERs), one at a time, must land in
 // that flow's class, with under 1% of N3's packets in the default class.
+// With watch's default (--mark-mode current) the module's mark mode stays
+// off and packets are classified by TEID and SDF rules; on the patched
+// module it runs again with --mark-mode auto (mode pdr: by mark).
 func TestWatchTCPGuest(t *testing.T) {
 	if os.Getenv("GTPQOS_IN_VM") != "1" || os.Getenv(watchTCPGuestEnv) != "1" {
 		t.Skip("runs inside the VM only (started by TestVMWatchTCP with GTP5G_KO)")
 	}
+	_, err := os.Stat("/proc/gtp5g/qos_mark")
+	patched := err == nil
+	t.Run("current", func(t *testing.T) { watchTCP(t, "current", "off", patched) })
+	if patched {
+		t.Run("auto", func(t *testing.T) { watchTCP(t, "auto", "pdr", patched) })
+	}
+}
+
+// watchTCP runs TestWatchTCPGuest's phases under watch --mark-mode
+// markMode, which must leave the patched module in mark mode want.
+func watchTCP(t *testing.T, markMode, want string, patched bool) {
 	root, gnb, dn := stockTopology(t)
 	addFree5GCSession(t, root)
 	gtpqos := filepath.Join(os.Getenv("VM_WORK"), "gtpqos")
@@ -71,7 +84,8 @@ func TestWatchTCPGuest(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("policy:\n  non_gbr_min: 100kbit\n  default_rate: 100kbit\n  pool: 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := exec.Command(gtpqos, "watch", "--config", cfg, "--n3", "n3", "--n6", "n6", "--link-rate", "7500kbit", "--metrics-addr", "off")
+	w := exec.Command(gtpqos, "watch", "--config", cfg, "--n3", "n3", "--n6", "n6", "--link-rate", "7500kbit",
+		"--metrics-addr", "off", "--mark-mode", markMode, "--poll", "500ms")
 	var log strings.Builder
 	w.Stdout, w.Stderr = &log, &log
 	if err := w.Start(); err != nil {
@@ -81,11 +95,13 @@ func TestWatchTCPGuest(t *testing.T) {
 		_ = w.Process.Signal(os.Interrupt)
 		_ = w.Wait()
 		t.Logf("watch log:\n%s", log.String())
+		_ = exec.Command(gtpqos, "reset", "--dev", "n3").Run()
+		_ = exec.Command(gtpqos, "reset", "--dev", "n6").Run()
 	})
 	st := waitFlowClasses(t, gtpqos, map[uint32]bool{2: true, 3: true, 5: true})
-	t.Logf("mark mode %s", st.MarkMode)
-	if _, err := os.Stat("/proc/gtp5g/qos_mark"); err == nil && st.MarkMode != "pdr" {
-		t.Errorf("patched module: watch runs in mark mode %q, want pdr (auto)", st.MarkMode)
+	t.Logf("--mark-mode %s: mark mode %s", markMode, st.MarkMode)
+	if patched && st.MarkMode != want {
+		t.Errorf("patched module under --mark-mode %s: mark mode %q, want %s", markMode, st.MarkMode, want)
 	}
 	class := map[uint32]string{}
 	for _, f := range st.Flows {
