@@ -88,7 +88,7 @@ func checkHTB(pol shaper.Policy, o Options) (string, error) {
 	case kind == classify.KindGTPU && o.Direction == shaper.Uplink && o.Shared == nil:
 		return "", errors.New("classifier gtpu on an uplink device needs the N3 device's ingress program: use gtpqos watch (--n3/--n6)")
 	case kind == classify.KindGTPU:
-		return "classifier gtpu (TEID+QFI from the GTP-U header)", nil
+		return "classifier gtpu (TEID and the sessions' SDF rules, from the GTP-U packet)", nil
 	}
 	return fmt.Sprintf("classifier %s by mark", kind), nil
 }
