@@ -22,7 +22,6 @@ import (
 	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 	"github.com/free5gc/gtpqos/tests/testenv"
-	"github.com/free5gc/gtpqos/tests/vm"
 )
 
 // stockGuestEnv tells the test binary inside the VM to run the guest side.
@@ -46,9 +45,6 @@ func TestVMStockGtp5g(t *testing.T) {
 	if os.Getenv("GTPQOS_IN_VM") == "1" {
 		t.Skip("host-side launcher; inside the VM TestStockGtp5gGuest runs")
 	}
-	ko := vm.RequireKO(t)
-	bin := vm.BuildTestBinary(t, "./tests/stock/")
-	const name = "stock_gtp5g.test"
 	// TCG through real gtp5g is slow: at the seed's 30 Mbit/s the guest is
 	// CPU-bound (measured ~11 Mbit/s in total on a loaded 2-core host), so
 	// every rate is scaled by 0.1 unless GTPQOS_LAB_RATE_SCALE says otherwise.
@@ -59,18 +55,7 @@ func TestVMStockGtp5g(t *testing.T) {
 	if s := os.Getenv(leafEnv); s != "" {
 		env[leafEnv] = s
 	}
-	res := vm.Run(t, vm.Config{
-		Script: "set -e\n" + bin.Script(name, "-test.run", "^TestStockGtp5gGuest$", "-test.v", "-test.count=1",
-			"-test.timeout", "5m") + "\n",
-		Env:     env,
-		Files:   map[string]string{name: bin.HostPath},
-		KO:      ko,
-		Modules: []string{"sch_ingress", "cls_bpf"},
-		Timeout: 7 * time.Minute,
-	})
-	if res.ExitCode != 0 || !strings.Contains(res.Output, "--- PASS: TestStockGtp5gGuest") {
-		t.Fatalf("guest scenario failed (exit %d); see the guest: lines above", res.ExitCode)
-	}
+	runGuest(t, "TestStockGtp5gGuest", env, nil, 7*time.Minute)
 }
 
 // The seed's aware arm with packet accounting, Mbit/s of 1200-byte

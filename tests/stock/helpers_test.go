@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/testenv"
+	"github.com/free5gc/gtpqos/tests/vm"
 )
 
 // Seed figures (bit/s before the lab's rate scale).
@@ -146,3 +148,29 @@ func (s *shaped) classPackets(t *testing.T) (map[string]uint64, uint64) {
 }
 
 func mbit(bps float64) string { return fmt.Sprintf("%.3f Mbit/s", bps/1e6) }
+
+// runGuest boots the Debian guest with $GTP5G_KO (and the GTP-U
+// classifier's modules), runs this package's test binary there with
+// -test.run ^guest$ and env, hands it files, and fails unless guest passed.
+func runGuest(t *testing.T, guest string, env, files map[string]string, timeout time.Duration) {
+	t.Helper()
+	ko := vm.RequireKO(t)
+	bin := vm.BuildTestBinary(t, "./tests/stock/")
+	name := strings.ToLower(guest) + ".test"
+	all := map[string]string{name: bin.HostPath}
+	for k, v := range files {
+		all[k] = v
+	}
+	res := vm.Run(t, vm.Config{
+		Script: "set -e\n" + bin.Script(name, "-test.run", "^"+guest+"$", "-test.v", "-test.count=1",
+			"-test.timeout", (timeout-2*time.Minute).String()) + "\n",
+		Env:     env,
+		Files:   all,
+		KO:      ko,
+		Modules: []string{"sch_ingress", "cls_bpf"},
+		Timeout: timeout,
+	})
+	if res.ExitCode != 0 || !strings.Contains(res.Output, "--- PASS: "+guest+" ") {
+		t.Fatalf("guest scenario %s failed (exit %d); see the guest: lines above", guest, res.ExitCode)
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
-	"github.com/free5gc/gtpqos/tests/vm"
 )
 
 const sdfGuestEnv = "GTPQOS_STOCK_SDF_GUEST"
@@ -33,21 +32,7 @@ func TestVMStockSDF(t *testing.T) {
 	if os.Getenv("GTPQOS_IN_VM") == "1" {
 		t.Skip("host-side launcher; inside the VM TestStockSDFGuest runs")
 	}
-	ko := vm.RequireKO(t)
-	bin := vm.BuildTestBinary(t, "./tests/stock/")
-	const name = "stock_sdf.test"
-	res := vm.Run(t, vm.Config{
-		Script: "set -e\n" + bin.Script(name, "-test.run", "^TestStockSDFGuest$", "-test.v", "-test.count=1",
-			"-test.timeout", "5m") + "\n",
-		Env:     map[string]string{sdfGuestEnv: "1"},
-		Files:   map[string]string{name: bin.HostPath},
-		KO:      ko,
-		Modules: []string{"sch_ingress", "cls_bpf"},
-		Timeout: 7 * time.Minute,
-	})
-	if res.ExitCode != 0 || !strings.Contains(res.Output, "--- PASS: TestStockSDFGuest") {
-		t.Fatalf("guest scenario failed (exit %d); see the guest: lines above", res.ExitCode)
-	}
+	runGuest(t, "TestStockSDFGuest", map[string]string{sdfGuestEnv: "1"}, nil, 7*time.Minute)
 }
 
 // TestStockSDFGuest programs gtp5g as free5GC's SMF shapes one session

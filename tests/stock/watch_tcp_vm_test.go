@@ -27,21 +27,7 @@ func TestVMWatchTCP(t *testing.T) {
 	if os.Getenv("GTPQOS_IN_VM") == "1" {
 		t.Skip("host-side launcher; inside the VM TestWatchTCPGuest runs")
 	}
-	ko := vm.RequireKO(t)
-	bin := vm.BuildTestBinary(t, "./tests/stock/")
-	const name = "stock_watch_tcp.test"
-	res := vm.Run(t, vm.Config{
-		Script: "set -e\n" + bin.Script(name, "-test.run", "^TestWatchTCPGuest$", "-test.v", "-test.count=1",
-			"-test.timeout", "6m") + "\n",
-		Env:     map[string]string{watchTCPGuestEnv: "1"},
-		Files:   map[string]string{name: bin.HostPath, "gtpqos": vm.BuildBinary(t, "./cmd/gtpqos")},
-		KO:      ko,
-		Modules: []string{"sch_ingress", "cls_bpf"},
-		Timeout: 8 * time.Minute,
-	})
-	if res.ExitCode != 0 || !strings.Contains(res.Output, "--- PASS: TestWatchTCPGuest") {
-		t.Fatalf("guest scenario failed (exit %d); see the guest: lines above", res.ExitCode)
-	}
+	runGuest(t, "TestWatchTCPGuest", map[string]string{watchTCPGuestEnv: "1"}, map[string]string{"gtpqos": vm.BuildBinary(t, "./cmd/gtpqos")}, 8*time.Minute)
 }
 
 // watchStatus is the part of 'gtpqos status --json' read here.
