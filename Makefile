@@ -39,7 +39,7 @@ fuzz: ## Run each decoder fuzz target briefly (FUZZTIME inputs each, default 200
 	@./scripts/fuzz.sh $(FUZZTIME)
 
 vm-test: deps ## Boot Debian 12's 6.1 kernel under qemu and run every TestVM* (shaper, lab, gtp5g with GTP5G_KO; 6.12 for TestVMKernel612) inside it (root)
-	GTPQOS_VM=1 $(GO) test -count=1 -p 1 -timeout 20m -run '^TestVM' -v $(PKGS)
+	GTPQOS_VM=1 $(GO) test -count=1 -p 1 -timeout 60m -run '^TestVM' -v $(PKGS)
 
 demo: deps build ## Reproduce the seed experiment (static vs aware HTB) in network namespaces (root)
 	./$(BIN) ab --lab --demo

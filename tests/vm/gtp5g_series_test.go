@@ -46,11 +46,11 @@ func TestVMGtp5gSeries(t *testing.T) {
 	}
 	res := Run(t, Config{
 		Script: bin.Script(name, "-test.run", "^TestGtp5gSeries", "-test.v", "-test.count=1",
-			"-test.timeout", "9m") + "\n",
+			"-test.timeout", "14m") + "\n",
 		Env:     env,
 		Files:   map[string]string{name: bin.HostPath},
 		KO:      ko,
-		Timeout: 11 * time.Minute,
+		Timeout: 16 * time.Minute,
 	})
 	var passed, failed, skipped []string
 	for _, l := range strings.Split(res.Output, "\n") {
