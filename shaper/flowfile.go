@@ -284,31 +284,14 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 	return nil
 }
 
-// decodeFlowsFile decodes data: a flows section in the one-flow-per-line
-// form through the fast reader and only the head through yaml.v3, anything
-// else (and a head yaml.v3 refuses) wholly through yaml.v3, whose errors
-// name the line.
+// decodeFlowsFile decodes one YAML document of known fields with yaml.v3,
+// whose errors name the line; an empty document is an error.
 func decodeFlowsFile(name string, data []byte) (fileYAML, error) {
-	if head, flows, ok := fastFlows(data); ok && headIsMapping(head) {
-		if y, err := decodeYAML(name, head, true); err == nil {
-			y.Flows = flows
-			return y, nil
-		}
-	}
-	return decodeYAML(name, data, false)
-}
-
-// decodeYAML decodes one YAML document of known fields; an empty document
-// is an error unless emptyOK.
-func decodeYAML(name string, data []byte, emptyOK bool) (fileYAML, error) {
 	var y fileYAML
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&y); err != nil {
 		if errors.Is(err, io.EOF) {
-			if emptyOK {
-				return y, nil
-			}
 			return y, fmt.Errorf("%s: empty flows file (want at least 'link:')", name)
 		}
 		return y, yamlerr.OneLine(name, err, yamlWhere)
