@@ -42,7 +42,7 @@ type Options struct {
 	Resync time.Duration
 	// Retry is the wait before trying again after a failure: source gone
 	// (gtp5g unloaded), device gone, subscription lost (default
-	// DefaultRetry).
+	// DefaultRetry); failures in a row double it, up to maxBackoff.
 	Retry time.Duration
 	// Observer receives what the engine does (nil: discarded).
 	Observer Observer
@@ -245,7 +245,8 @@ func (e *Engine) take() pending {
 
 // Run keeps the trees in step until ctx is done. It returns nil on a
 // graceful stop and leaves the trees in place; failures of the source or a
-// device are retried after Options.Retry, never fatal.
+// device are retried after Options.Retry (doubling while they go on, up to
+// maxBackoff), never fatal.
 //
 // Order at start-up (and after a lost subscription): subscribe to events
 // first, then dump, so no change falls between the two.
@@ -257,8 +258,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		if l.subNow {
 			l.subscribe(ctx)
 		}
-		if l.waitingSub && l.retryC == nil {
-			l.retryC = time.After(e.opt.Retry)
+		if l.waitingSub {
+			l.retryAfter()
 		}
 		if done, again := l.wait(ctx); done {
 			return nil
@@ -289,9 +290,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.mu.Lock()
 			e.markFull("retry")
 			e.mu.Unlock()
-			if l.retryC == nil {
-				l.retryC = time.After(e.opt.Retry)
-			}
+			l.retryAfter()
+		} else {
+			l.backoff = 0
 		}
 	}
 }
@@ -303,10 +304,35 @@ type runLoop struct {
 	poll       *time.Ticker
 	pollC      <-chan time.Time
 	retryC     <-chan time.Time
-	first      bool // no subscription made yet
-	subNow     bool // subscribe at the top of the loop
-	waitingSub bool // subscription lost or failed: retry after a wait
+	backoff    time.Duration // the last retry's wait (0: none since a success)
+	first      bool          // no subscription made yet
+	subNow     bool          // subscribe at the top of the loop
+	waitingSub bool          // subscription lost or failed: retry after a wait
 	subCancel  context.CancelFunc
+}
+
+// retryAfter arms the retry timer unless it is armed: see nextBackoff.
+func (l *runLoop) retryAfter() {
+	if l.retryC != nil {
+		return
+	}
+	l.backoff = nextBackoff(l.backoff, l.e.opt.Retry)
+	l.retryC = time.After(l.backoff)
+}
+
+// maxBackoff bounds the wait between retries (unless Options.Retry is
+// longer): an operator who fixes the cause waits at most this long.
+const maxBackoff = 30 * time.Second
+
+// nextBackoff is the wait after a failure: base after the first one (or
+// after a success), then twice the last wait, up to maxBackoff, so an
+// outage that lasts (gtp5g unloaded, a device gone) is not retried at full
+// rate for hours.
+func nextBackoff(last, base time.Duration) time.Duration {
+	if last <= 0 {
+		return base
+	}
+	return min(2*last, max(maxBackoff, base))
 }
 
 func (l *runLoop) stop() {
@@ -328,7 +354,7 @@ func (l *runLoop) subscribe(ctx context.Context) {
 	switch {
 	case err == nil, errors.Is(err, ErrEventsNotSupported):
 		polling := err != nil
-		l.waitingSub = false
+		l.waitingSub, l.backoff = false, 0
 		e.recover("events")
 		e.setPolling(polling)
 		if polling && l.poll == nil {
