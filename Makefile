@@ -51,9 +51,9 @@ lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
 
-generate: ## Rebuild shaper/classify/gtpu's BPF objects with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
+generate: ## Rebuild the BPF objects (shaper/classify, shaper/classify/gtpu, shaper/edt) with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
 	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || apt-get install -y clang llvm libbpf-dev
-	BPF_CFLAGS="-I/usr/include/$$(uname -m)-linux-gnu" $(GO) generate ./shaper/classify/gtpu/
+	BPF_CFLAGS="-I/usr/include/$$(uname -m)-linux-gnu" $(GO) generate ./shaper/classify/ ./shaper/classify/gtpu/ ./shaper/edt/
 
 IMAGE   ?= gtpqos:latest
 

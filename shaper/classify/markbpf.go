@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/vishvananda/netlink"
@@ -25,14 +24,11 @@ const (
 	bpfFilterPrefix = "gtpqos_mark"
 	// bpfMaxEntries bounds the mark map (one entry per flow class).
 	bpfMaxEntries = 1 << 16
-	// __sk_buff field offsets (include/uapi/linux/bpf.h).
-	skbMarkOff      = 8
-	skbTCClassidOff = 72
 )
 
 // MarkBPF classifies by skb->mark with one cls_bpf filter in
 // direct-action mode on the root HTB qdisc (prio BPFPrio). Its program,
-// built with cilium/ebpf's asm (no clang at build or run time), looks the
+// bpf/mark.c (compiled by bpf2go; the object is committed), looks the
 // mark up in a BPF hash map mark -> class minor and sets skb->tc_classid;
 // the filter's classid supplies the major. A miss returns TC_ACT_UNSPEC, so
 // HTB sends the packet to its default class. The cost is one hash lookup
@@ -71,40 +67,29 @@ func (c *MarkBPF) Owns(f netlink.Filter) bool {
 // MissingKey implements KeyNeeder: the program looks the mark up.
 func (c *MarkBPF) MissingKey(e Entry) string { return missingMark(e) }
 
-// markProgram returns the classifier's instructions for map fd.
-func markProgram(mapFD int) asm.Instructions {
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.LoadMem(asm.R2, asm.R1, skbMarkOff, asm.Word),
-		asm.And.Imm32(asm.R2, int32(shaper.MarkMask)),
-		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
-		asm.LoadMapPtr(asm.R1, mapFD),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "miss"),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
-		asm.StoreMem(asm.R6, skbTCClassidOff, asm.R1, asm.Word),
-		asm.Mov.Imm(asm.R0, 0), // TC_ACT_OK: use skb->tc_classid
-		asm.Return(),
-		asm.Mov.Imm(asm.R0, -1).WithSymbol("miss"), // TC_ACT_UNSPEC: default class
-		asm.Return(),
-	}
-}
-
-// load creates a fresh map and program.
+// load creates a fresh map and program from the compiled bpf/mark.c.
 func (c *MarkBPF) load() (*ebpf.Map, *ebpf.Program, error) {
 	_ = rlimit.RemoveMemlock() // only matters on kernels before 5.11
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: bpfMapName, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: bpfMaxEntries})
+	spec, err := loadMark()
+	if err != nil {
+		return nil, nil, fmt.Errorf("mark classifier object: %w", err)
+	}
+	ms := spec.Maps[bpfMapName]
+	if ms == nil || spec.Programs[bpfProgName] == nil {
+		return nil, nil, fmt.Errorf("mark classifier object lacks map %s or program %s", bpfMapName, bpfProgName)
+	}
+	ms.MaxEntries = bpfMaxEntries
+	m, err := ebpf.NewMap(ms)
 	if err != nil {
 		return nil, nil, bpfPermErr("create BPF map "+bpfMapName, fmt.Errorf("create BPF map %s: %w", bpfMapName, err), BPFCaps)
 	}
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: bpfProgName, Type: ebpf.SchedCLS, License: "GPL", Instructions: markProgram(m.FD())})
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{bpfMapName: m}})
 	if err != nil {
 		m.Close()
 		return nil, nil, bpfPermErr("load BPF program "+bpfProgName, fmt.Errorf("load BPF program %s: %w", bpfProgName, err), BPFCaps)
 	}
-	return m, p, nil
+	defer coll.Close()
+	return m, coll.DetachProgram(bpfProgName), nil
 }
 
 // installed finds the classifier's filter (any version) and returns its

@@ -64,20 +64,7 @@ func TestStockSDFGuest(t *testing.T) {
 	}
 	root, gnb, dn := stockTopology(t)
 	const link = 7.5e6
-	upf := root.DialRules(t, "upfgtp")
-	upf.AddQER(t, 1, 1, gtp5gtest.QER{QFI: 1, MBRKbps: 4000})
-	upf.AddQER(t, 1, 2, gtp5gtest.QER{QFI: 1})
-	upf.AddQER(t, 1, 3, gtp5gtest.QER{QFI: 2, GBRKbps: 2000, MBRKbps: 3000})
-	upf.AddQER(t, 1, 5, gtp5gtest.QER{QFI: 4, MBRKbps: 2000})
-	for _, id := range []int{2, 4, 8} {
-		upf.AddFAR(t, 1, id, gtp5gtest.FARForward(100, "10.100.0.2"))
-	}
-	upf.AddFAR(t, 1, 1, gtp5gtest.FARForward(0, ""))
-	upf.AddPDR(t, 1, 1, gtp5gtest.PDR{Precedence: 255, SrcIntf: gtp5gtest.SrcAccess, FTEID: 200, FTEIDAddr: "10.100.0.1", UEIP: "10.60.0.1",
-		OHR: true, FARID: 1, QERIDs: []uint32{2, 1}})
-	upf.AddPDR(t, 1, 2, gtp5gtest.PDR{Precedence: 255, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", FARID: 2, QERIDs: []uint32{2, 1}})
-	upf.AddPDR(t, 1, 4, gtp5gtest.PDR{Precedence: 128, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", SDFSrc: "10.200.0.2", FARID: 4, QERIDs: []uint32{3}})
-	upf.AddPDR(t, 1, 8, gtp5gtest.PDR{Precedence: 128, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", SDFSrc: "10.200.0.4", FARID: 8, QERIDs: []uint32{1, 5}})
+	addFree5GCSession(t, root)
 
 	c, err := gtpnl.Dial()
 	if err != nil {
@@ -215,4 +202,28 @@ func isLeaf(tree *htb.Tree, minor uint16) bool {
 		}
 	}
 	return true
+}
+
+// addFree5GCSession programs upfgtp as free5GC's SMF shapes one session:
+// QER 1 session AMBR (4 Mbit/s), QER 2 default (QFI 1, no rate), QER 3 GBR
+// flow A from 10.200.0.2, QER 5 non-GBR flow C from 10.200.0.4; PDRs: the
+// uplink default path [2, 1] (F-TEID 200), the downlink default path [2, 1]
+// at precedence 255, A [3] and C [1, 5] at 128, each with a FAR to the
+// gNB's TEID 100.
+func addFree5GCSession(t *testing.T, root gtp5gtest.NS) {
+	t.Helper()
+	upf := root.DialRules(t, "upfgtp")
+	upf.AddQER(t, 1, 1, gtp5gtest.QER{QFI: 1, MBRKbps: 4000})
+	upf.AddQER(t, 1, 2, gtp5gtest.QER{QFI: 1})
+	upf.AddQER(t, 1, 3, gtp5gtest.QER{QFI: 2, GBRKbps: 2000, MBRKbps: 3000})
+	upf.AddQER(t, 1, 5, gtp5gtest.QER{QFI: 4, MBRKbps: 2000})
+	for _, id := range []int{2, 4, 8} {
+		upf.AddFAR(t, 1, id, gtp5gtest.FARForward(100, "10.100.0.2"))
+	}
+	upf.AddFAR(t, 1, 1, gtp5gtest.FARForward(0, ""))
+	upf.AddPDR(t, 1, 1, gtp5gtest.PDR{Precedence: 255, SrcIntf: gtp5gtest.SrcAccess, FTEID: 200, FTEIDAddr: "10.100.0.1", UEIP: "10.60.0.1",
+		OHR: true, FARID: 1, QERIDs: []uint32{2, 1}})
+	upf.AddPDR(t, 1, 2, gtp5gtest.PDR{Precedence: 255, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", FARID: 2, QERIDs: []uint32{2, 1}})
+	upf.AddPDR(t, 1, 4, gtp5gtest.PDR{Precedence: 128, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", SDFSrc: "10.200.0.2", FARID: 4, QERIDs: []uint32{3}})
+	upf.AddPDR(t, 1, 8, gtp5gtest.PDR{Precedence: 128, SrcIntf: gtp5gtest.SrcCore, UEIP: "10.60.0.1", SDFSrc: "10.200.0.4", FARID: 8, QERIDs: []uint32{1, 5}})
 }

@@ -28,10 +28,24 @@ const (
 type tcpFlow struct {
 	Goodput     float64 // Mbit/s received, after tcpOmit
 	Retransmits uint64
+	MSS         int // the connection's maximum segment size
+}
+
+// IP is the flow's rate in IP packets (Mbit/s) that its goodput needs: one
+// 52-byte IP + TCP header with timestamps per MSS of payload. It leaves out
+// retransmitted bytes, so it is at most what the class counted.
+func (f tcpFlow) IP() float64 {
+	if f.MSS <= 0 {
+		return f.Goodput
+	}
+	return f.Goodput * float64(f.MSS+52) / float64(f.MSS)
 }
 
 // iperf3End is the part of an iperf3 client's --json report read here.
 type iperf3End struct {
+	Start struct {
+		MSS int `json:"tcp_mss_default"`
+	} `json:"start"`
 	End struct {
 		SumSent struct {
 			Retransmits uint64 `json:"retransmits"`
@@ -85,7 +99,7 @@ func (l *gtp5gLab) tcpArm(t *testing.T) map[string]tcpFlow {
 		if jerr := json.Unmarshal(out[i].Bytes(), &rep); jerr != nil || rep.Error != "" || err != nil {
 			t.Fatalf("iperf3 client %s: %v %v %s", flows[i].name, err, jerr, rep.Error)
 		}
-		res[flows[i].name] = tcpFlow{Goodput: rep.End.SumReceived.BitsPerSecond / 1e6, Retransmits: rep.End.SumSent.Retransmits}
+		res[flows[i].name] = tcpFlow{Goodput: rep.End.SumReceived.BitsPerSecond / 1e6, Retransmits: rep.End.SumSent.Retransmits, MSS: rep.Start.MSS}
 	}
 	return res
 }
@@ -116,10 +130,12 @@ func waitListening(t *testing.T, ns, port string, timeout time.Duration) {
 }
 
 // TestGtp5gGuestTCP measures TCP on gtp5g itself: per flow goodput and
-// retransmits with gtp5g's native policer alone, and with the aware tree.
-// What is asserted is what holds under TCG: every flow moves data, and
-// neither arm lets A or B past its MBR (+10%, payload); the numbers are for
-// the README.
+// retransmits with gtp5g's native policer alone, and with the aware tree,
+// and holds the tree to what README says of it: A gets its GBR and B stays
+// within its MBR (in IP packets, -1% / +1%), every flow moves data, and A
+// and B together see at most a quarter of the retransmits the policer
+// causes. The GBR and the retransmits are judged only when the run shows
+// the VM had the CPU to fill the link (see checkTCPTree).
 func TestGtp5gGuestTCP(t *testing.T) {
 	requireGtp5gGuest(t)
 	gtpqos, l := startGtp5gAB(t, abScale)
@@ -137,20 +153,56 @@ func TestGtp5gGuestTCP(t *testing.T) {
 		_ = exec.Command(gtpqos, "reset", "--dev", "n3").Run()
 	})
 	arms := []struct{ name, file, policer string }{{"policer-noHTB", abCountOnlyFile, "on"}, {"aware", aware, "off"}}
-	mbr := map[string]float64{"A": 18 * abScale, "B": 6 * abScale}
+	got := map[string]map[string]tcpFlow{}
 	for _, a := range arms {
 		run("policer", a.policer)
 		run("apply", "-f", a.file, "--dev", "n3")
-		res := l.tcpArm(t)
+		got[a.name] = l.tcpArm(t)
 		for _, name := range []string{"A", "B", "C"} {
-			f := res[name]
-			t.Logf("TCP %s: flow %s %.3f Mbit/s goodput (seconds %d-%d), %d retransmits", a.name, name, f.Goodput, tcpOmit, tcpDuration, f.Retransmits)
+			f := got[a.name][name]
+			t.Logf("TCP %s: flow %s %.3f Mbit/s goodput (%.3f of IP packets, MSS %d, seconds %d-%d), %d retransmits",
+				a.name, name, f.Goodput, f.IP(), f.MSS, tcpOmit, tcpDuration, f.Retransmits)
 			if f.Goodput <= 0 {
 				t.Errorf("TCP %s: flow %s moved no data", a.name, name)
 			}
-			if m, ok := mbr[name]; ok && f.Goodput > 1.1*m {
-				t.Errorf("TCP %s: flow %s %.3f Mbit/s, past its MBR %.2f (+10%%)", a.name, name, f.Goodput, m)
-			}
 		}
+	}
+	checkTCPTree(t, got["policer-noHTB"], got["aware"])
+}
+
+// checkTCPTree holds the aware arm to README's TCP claims, against the
+// policer arm of the same run.
+func checkTCPTree(t *testing.T, policer, aware map[string]tcpFlow) {
+	t.Helper()
+	gbrA, mbrA, mbrB, link := 15*abScale, 18*abScale, 6*abScale, 30*abScale
+	for name, m := range map[string]float64{"A": mbrA, "B": mbrB} {
+		if r := aware[name].IP(); r > 1.01*m {
+			t.Errorf("TCP aware: flow %s %.3f Mbit/s of IP packets, past its MBR %.2f (+1%%)", name, r, m)
+		}
+	}
+	// Greedy TCP in C takes whatever A and B leave, so a tree that works
+	// fills the link (88% of it at the measured 6.58 of 7.5 Mbit/s: TCG is
+	// CPU-bound) whatever it gives A; a VM the loaded host starves falls
+	// well short of it in every class. Only a run that filled the link is
+	// judged on A's GBR and on retransmits (which CPU starvation changes in
+	// both arms).
+	var tree, carried float64
+	for _, f := range aware {
+		tree += f.IP()
+	}
+	for _, f := range policer {
+		carried += f.IP()
+	}
+	if tree < 0.8*link || carried < link {
+		t.Logf("TCP: the aware tree carried %.3f of the link's %.2f Mbit/s and the policer arm %.3f: the VM lacked CPU in this run, so A's GBR and the retransmits are not judged", tree, link, carried)
+		return
+	}
+	if a := aware["A"].IP(); a < 0.99*gbrA {
+		t.Errorf("TCP aware: flow A %.3f Mbit/s of IP packets, below its GBR %.2f (-1%%) while the tree carried %.3f of %.2f", a, gbrA, tree, link)
+	}
+	pr := policer["A"].Retransmits + policer["B"].Retransmits
+	ar := aware["A"].Retransmits + aware["B"].Retransmits
+	if 4*ar > pr {
+		t.Errorf("TCP: A and B saw %d retransmits under the aware tree, more than a quarter of the policer's %d", ar, pr)
 	}
 }

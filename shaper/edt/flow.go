@@ -1,0 +1,199 @@
+package edt
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+// DefaultGBRBurst is how many bytes ahead of its GBR a flow may send and
+// still be in the guaranteed class: the 32 KiB the HTB backend gives a
+// class's burst, so a flow's packets count as guaranteed under the same
+// burst in both backends.
+const DefaultGBRBurst = 32 << 10
+
+// FlowSpec is what the pacer knows of one QoS flow.
+type FlowSpec struct {
+	// Marks are the skb->mark values (within shaper.MarkMask, not 0)
+	// that name the flow: one per PDR that points at its QER.
+	Marks []uint32
+	// Session is the PDU session (AddSession) whose AMBR a non-GBR flow
+	// is under; 0: none. GBR flows are outside the session AMBR (TS
+	// 23.501), so a GBR flow's Session is not used for pacing.
+	Session uint32
+	// GBR and MBR in bit/s of the user's IP packets; 0: none. An MBR
+	// paces every packet of the flow.
+	GBR, MBR uint64
+	// DelayBudget is the horizon: a packet whose departure lies further
+	// ahead is dropped. It must be positive.
+	DelayBudget time.Duration
+	// GBRBurst is the bytes the GBR meter lets the flow run ahead of its
+	// GBR; 0: DefaultGBRBurst.
+	GBRBurst uint32
+	// Class is the shared class id (skb->priority) of the flow's non-GBR
+	// packets (a GBR flow's excess); 0 leaves skb->priority alone.
+	Class uint32
+	// GBRClass is the guaranteed shared class id; required with a GBR.
+	GBRClass uint32
+	// Hash is the skb->hash the flow's packets get; 0: one derived from
+	// the flow id.
+	Hash uint32
+}
+
+// check validates s for flow id, naming what is wrong.
+func (s FlowSpec) check(id uint32) error {
+	if len(s.Marks) == 0 {
+		return fmt.Errorf("edt: flow %d: no marks", id)
+	}
+	for _, m := range s.Marks {
+		if m == 0 || m&^shaper.MarkMask != 0 {
+			return fmt.Errorf("edt: flow %d: mark %#x outside %#x or 0", id, m, shaper.MarkMask)
+		}
+	}
+	if s.DelayBudget <= 0 {
+		return fmt.Errorf("edt: flow %d: delay budget %v not positive", id, s.DelayBudget)
+	}
+	if s.GBR > 0 && s.MBR > 0 && s.GBR > s.MBR {
+		return fmt.Errorf("edt: flow %d: GBR %d bit/s above MBR %d bit/s", id, s.GBR, s.MBR)
+	}
+	if s.GBR > 0 && s.GBRClass == 0 {
+		return fmt.Errorf("edt: flow %d: GBR %d bit/s but no guaranteed class", id, s.GBR)
+	}
+	return nil
+}
+
+// value is the map value of a new flow (clocks and counters zero).
+func (s FlowSpec) value(id uint32) edtFlow {
+	v := edtFlow{
+		Session:    s.Session,
+		MbrBps:     s.MBR,
+		GbrBps:     s.GBR,
+		BudgetNs:   uint64(s.DelayBudget),
+		ClassId:    s.Class,
+		GbrClassId: s.GBRClass,
+		Hash:       s.Hash,
+	}
+	if v.Hash == 0 {
+		v.Hash = flowHash(id)
+	}
+	if s.GBR > 0 {
+		burst := uint64(s.GBRBurst)
+		if burst == 0 {
+			burst = DefaultGBRBurst
+		}
+		v.GbrBurstNs = burst * 8 * uint64(time.Second) / s.GBR
+	}
+	if s.Session != 0 && s.GBR == 0 {
+		v.Flags |= flowAMBR
+	}
+	return v
+}
+
+// flowAMBR is FLOW_AMBR in bpf/edt.c.
+const flowAMBR = 1
+
+// flowHash spreads flow ids over the hash space (murmur3's finalizer), so
+// fq's buckets and orphan mask see consecutive ids apart; never 0.
+func flowHash(id uint32) uint32 {
+	h := id ^ 0x9e3779b9
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// AddFlow writes a new flow id and then its marks, so a packet never meets
+// a mark without its flow. An id or a mark already in use is an error
+// naming it, and nothing of the flow stays behind.
+func (p *Pacer) AddFlow(id uint32, s FlowSpec) error {
+	if err := s.check(id); err != nil {
+		return err
+	}
+	v := s.value(id)
+	if err := p.objs.Flows.Update(id, &v, ebpf.UpdateNoExist); err != nil {
+		if errors.Is(err, ebpf.ErrKeyExist) {
+			return fmt.Errorf("edt: flow %d exists", id)
+		}
+		return fmt.Errorf("edt: map flows: add flow %d: %w", id, err)
+	}
+	for i, m := range s.Marks {
+		if err := p.objs.Marks.Update(m, id, ebpf.UpdateNoExist); err != nil {
+			p.undoFlow(id, s.Marks[:i])
+			var holder uint32
+			if errors.Is(err, ebpf.ErrKeyExist) && p.objs.Marks.Lookup(m, &holder) == nil {
+				return fmt.Errorf("edt: flow %d: mark %#x belongs to flow %d", id, m, holder)
+			}
+			return fmt.Errorf("edt: map marks: flow %d: add mark %#x: %w", id, m, err)
+		}
+	}
+	return nil
+}
+
+func (p *Pacer) undoFlow(id uint32, marks []uint32) {
+	for _, m := range marks {
+		_ = p.objs.Marks.Delete(m)
+	}
+	_ = p.objs.Flows.Delete(id)
+}
+
+// RemoveFlow deletes the flow's marks (those still naming it), then the
+// flow. What is already gone is not an error.
+func (p *Pacer) RemoveFlow(id uint32, marks ...uint32) error {
+	for _, m := range marks {
+		var holder uint32
+		if err := p.objs.Marks.Lookup(m, &holder); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				continue
+			}
+			return fmt.Errorf("edt: map marks: flow %d: read mark %#x: %w", id, m, err)
+		}
+		if holder != id {
+			continue
+		}
+		if err := p.objs.Marks.Delete(m); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("edt: map marks: flow %d: delete mark %#x: %w", id, m, err)
+		}
+	}
+	if err := p.objs.Flows.Delete(id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("edt: map flows: delete flow %d: %w", id, err)
+	}
+	return nil
+}
+
+// FlowState is a flow's clocks and counters as the program left them.
+type FlowState struct {
+	// MBRClock and GBRClock are CLOCK_MONOTONIC nanoseconds.
+	MBRClock, GBRClock uint64
+	// Packets and Bytes passed (user bytes), GBR* of them in the
+	// guaranteed class (the rest went to the non-GBR class), Drops and
+	// DropBytes dropped beyond the horizon.
+	Packets, Bytes       uint64
+	GBRPackets, GBRBytes uint64
+	Drops, DropBytes     uint64
+}
+
+// Flow reads flow id's state under the flow's lock: a consistent snapshot
+// for a flow outside any AMBR; the program keeps a non-GBR flow's clocks
+// and counters under its session's lock, so for those each field is read
+// whole but the fields may be a packet apart.
+func (p *Pacer) Flow(id uint32) (FlowState, error) {
+	var v edtFlow
+	if err := p.objs.Flows.LookupWithFlags(id, &v, ebpf.LookupLock); err != nil {
+		return FlowState{}, fmt.Errorf("edt: map flows: read flow %d: %w", id, err)
+	}
+	return FlowState{
+		MBRClock: v.MbrClock, GBRClock: v.GbrClock,
+		Packets: v.Pkts, Bytes: v.Bytes,
+		GBRPackets: v.GbrPkts, GBRBytes: v.GbrBytes,
+		Drops: v.Drops, DropBytes: v.DropBytes,
+	}, nil
+}

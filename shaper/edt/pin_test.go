@@ -1,0 +1,66 @@
+package edt
+
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/tests/testenv"
+)
+
+// A pinned pacer opens in another handle with the same maps and program,
+// its options read back; it outlives the loader's handles; Unpin removes
+// its pins and leaves no directory behind.
+func TestPinOpenUnpin(t *testing.T) {
+	testenv.RequireRoot(t)
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "bpf", "bpf", mnt).CombinedOutput(); err != nil {
+		t.Skipf("mount bpffs: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
+	classify.SetPinRoot(filepath.Join(mnt, "gtpqos"))
+	t.Cleanup(func() { classify.SetPinRoot("") })
+	pins, err := classify.DevicePins("edt0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := OpenPinned(pins); ok || err != nil {
+		t.Fatalf("OpenPinned with no pins: %v, %v", ok, err)
+	}
+	opts := testOptions()
+	opts.Sessions = 77
+	p := loadForTest(t, opts)
+	if err := p.AddFlow(1, FlowSpec{Marks: []uint32{1}, MBR: 1e6, DelayBudget: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Pin(pins); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+
+	q, ok, err := OpenPinned(pins)
+	if err != nil || !ok {
+		t.Fatalf("OpenPinned: %v, %v", ok, err)
+	}
+	defer q.Close()
+	if o := q.Options(); o.Sessions != 77 || o.Flows != opts.Flows || o.Preallocate || o.Overhead != testOverhead {
+		t.Errorf("options read back %+v, want sessions 77, flows %d, no prealloc, overhead %d", o, opts.Flows, testOverhead)
+	}
+	if _, out := runCtx(t, q, newCtx(1, 0), frame(1000)); out.cb(1) != 1 {
+		t.Errorf("pinned program did not find flow 1 (cb %d)", out.cb(1))
+	}
+	if st, err := q.Flow(1); err != nil || st.Packets != 1 || st.Bytes != 1000 {
+		t.Errorf("flow 1 through the pins: %+v, %v", st, err)
+	}
+	if err := Unpin(pins); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := OpenPinned(pins); ok || err != nil {
+		t.Errorf("OpenPinned after Unpin: %v, %v", ok, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(mnt, "gtpqos", "*", "*")); len(m) != 0 {
+		t.Errorf("left behind: %v", m)
+	}
+}

@@ -1,0 +1,65 @@
+package edt
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/free5gc/gtpqos/tests/testenv"
+)
+
+const childEnv = "GTPQOS_EDT_CAPS_CHILD"
+
+// The pacer loads, takes a flow and runs with CAP_BPF and CAP_NET_ADMIN
+// alone (the test binary re-runs itself under setpriv with no other
+// capability in its bounding set); with either one missing, Load fails
+// naming it.
+func TestCapabilities(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		capsChild(t)
+		return
+	}
+	testenv.RequireRoot(t)
+	testenv.RequireCmd(t, "setpriv")
+	for _, tc := range []struct {
+		caps string
+		want string
+	}{
+		{"bpf,net_admin", "edt child: ok"},
+		{"bpf", "missing CAP_NET_ADMIN"},
+		{"net_admin", "missing CAP_BPF"},
+	} {
+		set := "-all"
+		for _, c := range strings.Split(tc.caps, ",") {
+			set += ",+" + c
+		}
+		cmd := exec.Command("setpriv", "--inh-caps="+set, "--ambient-caps="+set, "--bounding-set="+set,
+			os.Args[0], "-test.run=^TestCapabilities$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), childEnv+"=1")
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("with %s: want %q in the child's output:\n%s", tc.caps, tc.want, out)
+		}
+	}
+}
+
+func capsChild(t *testing.T) {
+	p, err := Load(LoadOptions{Sessions: 4, Flows: 4, Marks: 4})
+	if err != nil {
+		t.Logf("edt child: %+v", err) // %+v: the whole verifier log
+		return
+	}
+	defer p.Close()
+	if err := p.AddSession(1, 1e6); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AddFlow(1, FlowSpec{Marks: []uint32{1}, Session: 1, DelayBudget: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if ret, _ := runCtx(t, p, newCtx(1, 0), frame(100)); ret != actOK {
+		t.Fatalf("verdict %d", ret)
+	}
+	t.Log("edt child: ok")
+}
