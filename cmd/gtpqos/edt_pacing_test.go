@@ -51,20 +51,22 @@ func edtUDP(t *testing.T, ns *testenv.NetNS, addr string, mark int, rxStamps boo
 const edtPayload = 1000 - 28
 
 // sendAt sends edtPayload datagrams to `to` at rate bit/s (in IP bytes)
-// until stop, and returns how many it sent.
-func sendAt(c *net.UDPConn, to *net.UDPAddr, rate float64, start, stop time.Time) int {
+// until stop, catching up after a stall, and returns how many it sent and
+// its longest stall (a loaded guest can hold the sender back).
+func sendAt(c *net.UDPConn, to *net.UDPAddr, rate float64, start, stop time.Time) (sent int, stall time.Duration) {
 	buf := make([]byte, edtPayload)
-	sent := 0
+	last := start
 	for now := time.Now(); now.Before(stop); now = time.Now() {
+		stall, last = max(stall, now.Sub(last)), now
 		due := int(now.Sub(start).Seconds() * rate / 8000)
 		for ; sent < due; sent++ {
 			if _, err := c.WriteToUDP(buf, to); err != nil && !isNoBufs(err) {
-				return sent
+				return sent, stall
 			}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return sent
+	return sent, stall
 }
 
 func isNoBufs(err error) bool { return strings.Contains(err.Error(), syscall.ENOBUFS.Error()) }
@@ -134,10 +136,12 @@ func TestIntegrationEdtPacesFlows(t *testing.T) {
 	if rates.a > mbrA*1.01 || rates.b > mbrB*1.01 || rates.a+rates.b > ambr*1.01 {
 		t.Errorf("above the contract: A %.0f (MBR %.0f), B %.0f (MBR %.0f), A+B %.0f (AMBR %.0f) bit/s", rates.a, mbrA, rates.b, mbrB, rates.a+rates.b, ambr)
 	}
-	// What passed must be what the pacer lets through, not a trickle: the
-	// session near its AMBR (or what the sender managed, on a loaded host).
-	if floor := 0.8 * min(ambr, rates.sentA+rates.sentB); rates.a+rates.b < floor || rates.a < 0.5*min(mbrA, rates.sentA) {
-		t.Errorf("too little passed: A %.0f, A+B %.0f bit/s; want A >= half its MBR and A+B >= %.0f", rates.a, rates.a+rates.b, floor)
+	t.Logf("after the run:\n%s", p.a.Run(t, "tc", "-s", "qdisc", "show", "dev", p.devA))
+	// What passes must be paced traffic, not a trickle. The floor is loose:
+	// a guest that stalls the senders loses the session's time meanwhile
+	// (pacing gives no credit for idle time), so only half is required.
+	if rates.a < 0.5*mbrA || rates.a+rates.b < 0.5*ambr {
+		t.Errorf("too little passed: A %.0f, A+B %.0f bit/s; want at least half the MBR and the AMBR", rates.a, rates.a+rates.b)
 	}
 	rc, out, errs := runIn(t, p.a, "reset", "--dev", p.devA, "--lock-dir", locks)
 	if rc != 0 || !strings.Contains(out, "removed tree 6765:") || !strings.Contains(out, "pins") {
@@ -163,17 +167,19 @@ func edtRun(t *testing.T, p edtPair, during func()) edtRates {
 	var wg sync.WaitGroup
 	var tsA, tsB []time.Time
 	var nA, nB int
+	var stallA, stallB time.Duration
 	wg.Add(4)
 	go func() { defer wg.Done(); tsA = arrivals(t, rxA) }()
 	go func() { defer wg.Done(); tsB = arrivals(t, rxB) }()
-	go func() { defer wg.Done(); nA = sendAt(txA, rxA.LocalAddr().(*net.UDPAddr), 3e6, start, stop) }()
-	go func() { defer wg.Done(); nB = sendAt(txB, rxB.LocalAddr().(*net.UDPAddr), 5e6, start, stop) }()
+	go func() { defer wg.Done(); nA, stallA = sendAt(txA, rxA.LocalAddr().(*net.UDPAddr), 3e6, start, stop) }()
+	go func() { defer wg.Done(); nB, stallB = sendAt(txB, rxB.LocalAddr().(*net.UDPAddr), 5e6, start, stop) }()
 	time.Sleep(2 * time.Second)
 	during()
 	wg.Wait()
 	from, to := start.Add(1500*time.Millisecond), start.Add(5500*time.Millisecond)
 	secs := to.Sub(from).Seconds()
 	bits := func(n int) float64 { return float64(n) * 8000 / secs }
+	t.Logf("senders' longest stall: A %v, B %v (the pacer gives a stalled session's time to no one)", stallA, stallB)
 	return edtRates{a: bits(within(tsA, from, to)), b: bits(within(tsB, from, to)),
 		sentA: float64(nA) * 8000 / 6, sentB: float64(nB) * 8000 / 6}
 }
