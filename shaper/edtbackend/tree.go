@@ -16,6 +16,20 @@ import (
 // default (the kernel's own, rate/10, is below a frame for small rates).
 const Quantum = 12500
 
+// Burst is every class's bucket in bytes, as the HTB backend's default
+// (vishvananda's default, a frame plus a timer tick's worth, is too
+// small for a guest's coarse timers).
+const Burst = htb.DefaultBurst
+
+// bufferTicks is the buffer that lets a class at rate send Burst at once,
+// saturated at the kernel's largest.
+func bufferTicks(rate uint64) uint32 {
+	if t, ok := htb.BufferTicks(rate, Burst); ok {
+		return t
+	}
+	return htb.MaxBufferTicks
+}
+
 // rootID is the root qdisc's handle.
 func rootID() uint32 { return uint32(Major) << 16 }
 
@@ -62,6 +76,7 @@ func treeRequests(link netlink.Link, p *Plan, withRoot bool) ([]*nl.NetlinkReque
 		}
 		hc := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Handle: ClassID(c.Minor), Parent: parent},
 			netlink.HtbClassAttrs{Rate: c.Rate, Ceil: c.Ceil, Quantum: Quantum})
+		hc.Buffer, hc.Cbuffer = bufferTicks(c.Rate), bufferTicks(c.Ceil)
 		req, err := htb.ClassRequest(hc, c.Overhead)
 		if err != nil {
 			return nil, err

@@ -11,20 +11,19 @@ import (
 // kernel with sch_fq loaded (the host has none): `gtpqos apply` with
 // backend edt paces two flows of a session to their MBRs and AMBR on a
 // veth, a second apply writes nothing, verify sees both flows, and reset
-// leaves nothing of ours (TestIntegrationEdtPacesFlows, which skips on the
-// host).
+// leaves nothing of ours (TestIntegrationEdtPacesFlows); Update adds and
+// removes a session with map writes alone and a reopened backend adopts
+// the pins (TestIntegrationUpdateAdoptReset). Both skip on the host.
 func TestVMEdtBackend(t *testing.T) {
 	Require(t)
-	const pkg = "./cmd/gtpqos/"
-	bin := BuildTestBinary(t, pkg)
-	name := "bin/cmd_gtpqos.test"
-	script := "set -e\n" + bin.Script(name, "-test.run", "Edt", "-test.v", "-test.count=1", "-test.timeout", "4m") + "\n"
-	res := Run(t, Config{
-		Script:  script,
-		Files:   map[string]string{name: bin.HostPath},
-		Modules: []string{"sch_fq"},
-		Timeout: 6 * time.Minute,
-	})
+	files, script := map[string]string{}, "set -e\n"
+	for pkg, run := range map[string]string{"./cmd/gtpqos/": "Edt", "./shaper/edtbackend/": "Test"} {
+		bin := BuildTestBinary(t, pkg)
+		name := "bin/" + strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_") + ".test"
+		files[name] = bin.HostPath
+		script += bin.Script(name, "-test.run", run, "-test.v", "-test.count=1", "-test.timeout", "3m") + "\n"
+	}
+	res := Run(t, Config{Script: script, Files: files, Modules: []string{"sch_fq"}, Timeout: 8 * time.Minute})
 	var failed, passed []string
 	for _, l := range strings.Split(res.Output, "\n") {
 		m := goTestLineRE.FindStringSubmatch(l)
@@ -39,9 +38,11 @@ func TestVMEdtBackend(t *testing.T) {
 		}
 	}
 	if res.ExitCode != 0 || len(failed) > 0 {
-		t.Errorf("%s in the VM exited %d; failed: %v", pkg, res.ExitCode, failed)
+		t.Errorf("the edt tests in the VM exited %d; failed: %v", res.ExitCode, failed)
 	}
-	if !slices.Contains(passed, "TestIntegrationEdtPacesFlows") {
-		t.Errorf("TestIntegrationEdtPacesFlows did not pass in the VM (passed: %v)", passed)
+	for _, want := range []string{"TestIntegrationEdtPacesFlows", "TestIntegrationUpdateAdoptReset"} {
+		if !slices.Contains(passed, want) {
+			t.Errorf("%s did not pass in the VM (passed: %v)", want, passed)
+		}
 	}
 }
