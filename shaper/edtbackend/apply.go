@@ -102,14 +102,18 @@ func (b *Backend) write(link netlink.Link, p *Plan, rep *shaper.Report) (err err
 		}
 	}()
 	created := !root.ours
+	defer func() {
+		if err != nil && created { // leave the device as it was
+			_ = b.deleteRoot(link)
+			_ = gtpu.Detach(b.h, gtpu.Attachment{LinkIndex: link.Attrs().Index, LinkName: b.dev, Hook: gtpu.Egress, Name: FilterName})
+			if fresh {
+				_, _ = b.unpin()
+			}
+		}
+	}()
 	if err := b.writeTree(link, p, root, rep); err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil && created {
-			_ = b.deleteRoot(link)
-		}
-	}()
 	if err := b.syncMaps(pc, fresh, p, rep); err != nil {
 		return err
 	}

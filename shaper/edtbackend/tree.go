@@ -40,8 +40,8 @@ type rootState struct {
 	overhead uint32
 }
 
-// readRoot reads link's root qdisc: ours (htb 6765:), none of note (the
-// kernel's default qdiscs), or someone else's.
+// readRoot reads link's root qdisc: ours (htb 6765:), the kernel's
+// default (handle 0), or someone else's.
 func (b *Backend) readRoot(link netlink.Link) (rootState, error) {
 	r, err := b.conn.ReadRoot(link.Attrs().Index)
 	if err != nil {
@@ -53,7 +53,7 @@ func (b *Backend) readRoot(link netlink.Link) (rootState, error) {
 	switch {
 	case r.Kind == "htb" && r.Handle == rootID():
 		return rootState{ours: true, overhead: r.Overhead}, nil
-	case r.Handle == 0 || r.Kind == "noqueue" || r.Kind == "pfifo_fast" || r.Kind == "mq" || r.Kind == "fq_codel" && r.Handle == 0:
+	case r.Handle == 0: // the kernel's default root (noqueue, pfifo_fast, mq, ...)
 		return rootState{}, nil
 	}
 	return rootState{foreign: fmt.Sprintf("%s %x:", r.Kind, r.Handle>>16)}, nil

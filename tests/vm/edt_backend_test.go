@@ -13,11 +13,13 @@ import (
 // veth, a second apply writes nothing, verify sees both flows, and reset
 // leaves nothing of ours (TestIntegrationEdtPacesFlows); Update adds and
 // removes a session with map writes alone and a reopened backend adopts
-// the pins (TestIntegrationUpdateAdoptReset). Both skip on the host.
+// the pins (TestIntegrationUpdateAdoptReset); status finds the backend
+// from the tree and shows each gtp5g flow's map entry, and a reset naming
+// no backend removes it (TestEdtStatusShowsFlows). All skip on the host.
 func TestVMEdtBackend(t *testing.T) {
 	Require(t)
 	files, script := map[string]string{}, "set -e\n"
-	for pkg, run := range map[string]string{"./cmd/gtpqos/": "Edt", "./shaper/edtbackend/": "Test"} {
+	for pkg, run := range map[string]string{"./cmd/gtpqos/": "Edt", "./shaper/edtbackend/": "Test", "./status/": "Edt"} {
 		bin := BuildTestBinary(t, pkg)
 		name := "bin/" + strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_") + ".test"
 		files[name] = bin.HostPath
@@ -40,7 +42,7 @@ func TestVMEdtBackend(t *testing.T) {
 	if res.ExitCode != 0 || len(failed) > 0 {
 		t.Errorf("the edt tests in the VM exited %d; failed: %v", res.ExitCode, failed)
 	}
-	for _, want := range []string{"TestIntegrationEdtPacesFlows", "TestIntegrationUpdateAdoptReset"} {
+	for _, want := range []string{"TestIntegrationEdtPacesFlows", "TestIntegrationUpdateAdoptReset", "TestEdtStatusShowsFlows"} {
 		if !slices.Contains(passed, want) {
 			t.Errorf("%s did not pass in the VM (passed: %v)", want, passed)
 		}
