@@ -15,7 +15,9 @@ import (
 // removes a session with map writes alone and a reopened backend adopts
 // the pins (TestIntegrationUpdateAdoptReset); status finds the backend
 // from the tree and shows each gtp5g flow's map entry, and a reset naming
-// no backend removes it (TestEdtStatusShowsFlows). All skip on the host.
+// no backend removes it (TestEdtStatusShowsFlows); apply and reset need
+// CAP_BPF and CAP_NET_ADMIN alone (TestIntegrationEdtLeastPrivilege). All
+// skip on the host.
 func TestVMEdtBackend(t *testing.T) {
 	Require(t)
 	files, script := map[string]string{}, "set -e\n"
@@ -42,7 +44,7 @@ func TestVMEdtBackend(t *testing.T) {
 	if res.ExitCode != 0 || len(failed) > 0 {
 		t.Errorf("the edt tests in the VM exited %d; failed: %v", res.ExitCode, failed)
 	}
-	for _, want := range []string{"TestIntegrationEdtPacesFlows", "TestIntegrationUpdateAdoptReset", "TestEdtStatusShowsFlows"} {
+	for _, want := range []string{"TestIntegrationEdtPacesFlows", "TestIntegrationEdtLeastPrivilege", "TestIntegrationUpdateAdoptReset", "TestEdtStatusShowsFlows"} {
 		if !slices.Contains(passed, want) {
 			t.Errorf("%s did not pass in the VM (passed: %v)", want, passed)
 		}
