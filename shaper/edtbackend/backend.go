@@ -22,8 +22,8 @@ type Options struct {
 	Force bool
 	// Direction is the flows' direction on the device (the overhead).
 	Direction shaper.Direction
-	// Maps sizes the program's maps when Apply loads it (0: Sessions
-	// sessions, two flows and marks a session).
+	// Sessions sizes the program's maps when Apply loads them (0:
+	// DefaultSessions; two flows and two marks a session).
 	Sessions int
 }
 
