@@ -27,7 +27,7 @@ import (
 //
 //	link: 30mbit              # required: bottleneck rate
 //	policy:                   # optional overrides of DefaultPolicy (PolicyYAML)
-//	  backend: htb            # the backend that enforces the plan
+//	  backend: htb            # the backend that enforces the plan: htb | edt
 //	  mode: aware             # aware | static
 //	  static_rate: 10mbit     # static mode: every flow's rate
 //	  static_ceil: 30mbit     # static mode: every flow's ceil

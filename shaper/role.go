@@ -19,9 +19,14 @@ const (
 	// costs the kernel far less than a create in a big tree). Nothing is
 	// bound to it.
 	RoleSpare
+	// RoleShared is a class many flows share, told apart by something
+	// other than their class (the edt backend's guaranteed and non-GBR
+	// classes, whose flows a BPF program paces).
+	RoleShared
 )
 
-// String returns "link", "default", "session", "flow" or "spare".
+// String returns "link", "default", "session", "flow", "spare" or
+// "shared".
 func (r Role) String() string {
 	switch r {
 	case RoleLink:
@@ -34,6 +39,8 @@ func (r Role) String() string {
 		return "flow"
 	case RoleSpare:
 		return "spare"
+	case RoleShared:
+		return "shared"
 	}
 	return fmt.Sprintf("role(%d)", uint8(r))
 }

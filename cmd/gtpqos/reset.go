@@ -27,7 +27,7 @@ func runReset(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: gtpqos reset --dev IF [--lock-dir /run/gtpqos]")
-			fmt.Fprintln(stdout, "Removes the tree gtpqos created (root 6771:) and the clsact filters named gtpqos-* (the stock-gtp5g classifier); foreign qdiscs and filters stay.")
+			fmt.Fprintln(stdout, "Removes the tree gtpqos created (root 6771:, or 6765: with its pinned pacer) and the clsact filters named gtpqos-*; foreign qdiscs and filters stay.")
 			return nil
 		}
 		return usagef("%v", err)

@@ -24,14 +24,20 @@ type Device struct {
 }
 
 // Open returns the backend for dev. It checks the backend's name and that
-// the device exists, and takes the device's lock for a writer.
+// the device exists, and takes the device's lock for a writer. With no
+// backend and no policy in o it opens the backend whose objects dev holds
+// (Default when none does).
 func Open(dev string, o Options) (shaper.Backend, error) {
-	b, err := lookup(o.Backend)
-	if err != nil {
+	if _, err := lookup(o.Backend); err != nil {
 		return nil, err
 	}
 	d, err := openDevice(dev, o)
 	if err != nil {
+		return nil, err
+	}
+	b, err := pick(d, o)
+	if err != nil {
+		d.Close()
 		return nil, err
 	}
 	be, err := b.open(d, o)
@@ -40,6 +46,30 @@ func Open(dev string, o Options) (shaper.Backend, error) {
 		return nil, err
 	}
 	return be, nil
+}
+
+// pick returns the backend o names; when it names none and brings no
+// policy (reset, status, verify: commands that read or clear whatever the
+// device holds), the backend whose objects the device holds, else
+// Default.
+func pick(d Device, o Options) (backend, error) {
+	if o.Backend != "" || o.Policy != nil {
+		return lookup(o.Backend)
+	}
+	for _, n := range Names() {
+		b := registry[n]
+		if b.owns == nil {
+			continue
+		}
+		ok, err := b.owns(d)
+		if err != nil {
+			return backend{}, err
+		}
+		if ok {
+			return b, nil
+		}
+	}
+	return lookup("")
 }
 
 // ReadCloser is a backend opened to read a device: its Reader half and

@@ -88,7 +88,12 @@ func tcMsg(typ, flags, ifindex int, handle, parent uint32) *nl.NetlinkRequest {
 // rootAddReq creates (or, over a foreign root with another handle,
 // replaces) the root HTB with its default class and size table.
 func rootAddReq(ifindex int, defcls uint32, stab *sizeSpec) *nl.NetlinkRequest {
-	req := tcMsg(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, ifindex, rootHandle(), netlink.HANDLE_ROOT)
+	return rootReqFor(ifindex, rootHandle(), defcls, stab)
+}
+
+// rootReqFor is rootAddReq for a root with the given handle.
+func rootReqFor(ifindex int, handle, defcls uint32, stab *sizeSpec) *nl.NetlinkRequest {
+	req := tcMsg(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, ifindex, handle, netlink.HANDLE_ROOT)
 	req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("htb")))
 	opts := nl.NewRtAttr(nl.TCA_OPTIONS, nil)
 	glob := nl.TcHtbGlob{Version: htbVersion, Rate2Quantum: htbRate2Quantum, Defcls: defcls}

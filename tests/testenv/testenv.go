@@ -58,8 +58,15 @@ type NetNS struct {
 // it when the test ends. It requires root and skips otherwise.
 func NewNetNS(tb testing.TB) *NetNS {
 	tb.Helper()
+	return NewNetNSPrefix(tb, "gqt-")
+}
+
+// NewNetNSPrefix is NewNetNS with a name of prefix (at most 7 bytes) and a
+// random suffix, for tests that keep their namespaces apart by name.
+func NewNetNSPrefix(tb testing.TB, prefix string) *NetNS {
+	tb.Helper()
 	RequireRoot(tb)
-	name := UniqueName("gqt-")
+	name := UniqueName(prefix)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()

@@ -1,0 +1,104 @@
+package edtbackend
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/edt"
+)
+
+// pins returns the device's pin directory, computed in the device's
+// network namespace (pin directories are per namespace).
+func (b *Backend) pins() (classify.Pins, error) {
+	return PinsIn(b.opt.NetNS, b.dev)
+}
+
+// PinsIn returns dev's pin directory in network namespace ns
+// (netns.None(): the current one).
+func PinsIn(ns netns.NsHandle, dev string) (classify.Pins, error) {
+	if !ns.IsOpen() {
+		return classify.DevicePins(dev)
+	}
+	type res struct {
+		p   classify.Pins
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			done <- res{err: fmt.Errorf("BPF pins: current network namespace: %w", err)}
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(ns); err != nil {
+			done <- res{err: fmt.Errorf("BPF pins: enter the device's network namespace: %w", err)}
+			return
+		}
+		p, err := classify.DevicePins(dev)
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread() // else the thread dies with the goroutine
+		}
+		done <- res{p, err}
+	}()
+	r := <-done
+	return r.p, r.err
+}
+
+// adopt opens the pinned program and maps, if any (nil, nil: none).
+func (b *Backend) adopt() (*edt.Pacer, error) {
+	if b.pacer != nil {
+		return b.pacer, nil
+	}
+	pins, err := b.pins()
+	if err != nil {
+		return nil, err
+	}
+	p, ok, err := edt.OpenPinned(pins)
+	if err != nil || !ok {
+		return nil, err
+	}
+	b.pacer = p
+	return p, nil
+}
+
+// pacerFor returns a program with the given overhead: the one held or
+// pinned, or a new one (whose maps start empty) when there is none or it
+// was loaded for another overhead. fresh says it is new.
+func (b *Backend) pacerFor(overhead uint32) (p *edt.Pacer, fresh bool, err error) {
+	if p, err = b.adopt(); err != nil {
+		return nil, false, err
+	}
+	if p != nil && p.Options().Overhead == overhead {
+		return p, false, nil
+	}
+	n := b.opt.Sessions
+	np, err := edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Overhead: overhead})
+	if err != nil {
+		return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
+	}
+	return np, true, nil
+}
+
+// install makes p the held program (closing the one it replaces) and pins
+// it.
+func (b *Backend) install(p *edt.Pacer) error {
+	if b.pacer != p {
+		if b.pacer != nil {
+			_ = b.pacer.Close()
+		}
+		b.pacer = p
+	}
+	pins, err := b.pins()
+	if err != nil {
+		return err
+	}
+	if err := p.Pin(pins); err != nil {
+		return fmt.Errorf("dev %s: %w", b.dev, err)
+	}
+	return nil
+}

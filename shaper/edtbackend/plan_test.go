@@ -1,0 +1,72 @@
+package edtbackend
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
+
+func testFlows() []shaper.Flow {
+	return []shaper.Flow{
+		{ID: shaper.FlowID{SEID: 1, QERID: 1}, Name: "A", QFI: 9, Direction: shaper.Downlink, MBR: 1e6, SessionAMBR: 3e6, Mark: 0x10},
+		{ID: shaper.FlowID{SEID: 1, QERID: 2}, Name: "B", QFI: 8, Direction: shaper.Downlink, MBR: 4e6, SessionAMBR: 3e6, Mark: 0x20},
+		{ID: shaper.FlowID{SEID: 2, QERID: 1}, Name: "G", QFI: 1, Direction: shaper.Downlink, GBR: 2e6, MBR: 5e6, Mark: 0x30},
+	}
+}
+
+// The tree is fixed (link, default, guaranteed = the GBRs, non-GBR = the
+// rest); flows become map entries keyed by mark, non-GBR flows of a
+// session with an AMBR share its session entry, a GBR flow has none.
+func TestPlanTreeAndMaps(t *testing.T) {
+	pol := shaper.DefaultPolicy(20e6)
+	pol.Overhead = shaper.Overhead{Fixed: true, Bytes: 14}
+	p := MakePlan(testFlows(), pol)
+	if len(p.Problems) != 0 {
+		t.Fatalf("problems: %v", p.Problems)
+	}
+	rates := map[uint16]uint64{}
+	for _, c := range p.Classes {
+		rates[c.Minor] = c.Rate
+		if c.Ceil != 20e6 {
+			t.Errorf("class %s ceil %d, want the link", Handle(c.Minor), c.Ceil)
+		}
+	}
+	want := map[uint16]uint64{MinorLink: 20e6, MinorDefault: 1e6, MinorGuaranteed: 2e6, MinorNonGBR: 17e6}
+	for m, r := range want {
+		if rates[m] != r {
+			t.Errorf("class %s rate %d, want %d", Handle(m), rates[m], r)
+		}
+	}
+	if len(p.Sessions) != 1 || p.Sessions[1] != 3e6 {
+		t.Errorf("sessions %v, want session 1 at 3 Mbit/s only", p.Sessions)
+	}
+	byID := map[uint32]PlannedFlow{}
+	for _, f := range p.Flows {
+		byID[f.ID] = f
+	}
+	if s := byID[0x10].Spec; s.Session != 1 || s.MBR != 1e6 || s.Class != ClassID(MinorNonGBR) || s.GBR != 0 {
+		t.Errorf("flow A spec %+v", s)
+	}
+	if s := byID[0x30].Spec; s.Session != 0 || s.GBR != 2e6 || s.GBRClass != ClassID(MinorGuaranteed) {
+		t.Errorf("flow G spec %+v: want GBR in the guaranteed class, outside any session", s)
+	}
+	out := p.TCCommands("eth1")
+	for _, w := range []string{"tc qdisc replace dev eth1 root handle 6765: stab overhead -14 linklayer ethernet htb default 2",
+		"classid 6765:1 htb rate 20mbit ceil 20mbit overhead 14", "parent 6765:11 handle 11: fq orphan_mask 4294967295",
+		"#   session 1: AMBR 3mbit", "edt/0x30 mark 0x30: MBR 5mbit GBR 2mbit"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("render lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// Stock gtp5g's flows carry no mark: refused, one line naming why.
+func TestPlanRefusesUnmarkedFlow(t *testing.T) {
+	f := testFlows()[:1]
+	f[0].Mark = 0
+	p := MakePlan(f, shaper.DefaultPolicy(20e6))
+	if len(p.Flows) != 0 || len(p.Problems) != 1 || !strings.Contains(p.Problems[0].Error(), "edt needs the patched gtp5g's marks") {
+		t.Errorf("flows %v, problems %v; want the flow refused naming the marks", p.Flows, p.Problems)
+	}
+}

@@ -1,0 +1,96 @@
+package edtbackend
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/edt"
+)
+
+// Reset implements shaper.Writer: it removes the program's filter (and a
+// clsact only gtpqos added), the tree rooted at 6765: and the pins, and
+// nothing else; one line per thing removed.
+func (b *Backend) Reset(ctx context.Context) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conn == nil {
+		return nil, errClosed
+	}
+	link, err := b.link()
+	if err != nil {
+		return nil, err
+	}
+	b.last, b.failed, b.trusted = nil, true, false
+	var lines []string
+	attached, err := b.attached(link)
+	if err != nil {
+		return nil, err
+	}
+	if attached {
+		a := gtpu.Attachment{LinkIndex: link.Attrs().Index, LinkName: b.dev, Hook: gtpu.Egress, Name: FilterName}
+		if err := gtpu.Detach(b.h, a); err != nil {
+			return lines, err
+		}
+		lines = append(lines, fmt.Sprintf("dev %s: removed filter %s from clsact egress", b.dev, FilterName))
+	}
+	root, err := b.readRoot(link)
+	if err != nil {
+		return lines, err
+	}
+	if root.ours {
+		if err := b.deleteRoot(link); err != nil {
+			return lines, err
+		}
+		lines = append(lines, fmt.Sprintf("dev %s: removed tree %x: (its classes and fq leaves)", b.dev, Major))
+	}
+	unpinned, err := b.unpin()
+	if err != nil {
+		return lines, err
+	}
+	if unpinned {
+		lines = append(lines, fmt.Sprintf("dev %s: removed the edt program's pins (program and maps)", b.dev))
+	}
+	if len(lines) == 0 {
+		lines = append(lines, fmt.Sprintf("dev %s: no gtpqos edt tree, program or pins (nothing removed)", b.dev))
+	}
+	return lines, nil
+}
+
+// attached reports whether the program's filter is on link's clsact
+// egress hook.
+func (b *Backend) attached(link netlink.Link) (bool, error) {
+	fs, err := b.h.FilterList(link, netlink.HANDLE_MIN_EGRESS)
+	if err != nil {
+		return false, fmt.Errorf("dev %s: list clsact egress filters: %w", b.dev, err)
+	}
+	for _, f := range fs {
+		if bf, ok := f.(*netlink.BpfFilter); ok && gtpu.BaseName(bf.Name) == FilterName {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unpin closes the held program and removes its pins; false: there were
+// none.
+func (b *Backend) unpin() (bool, error) {
+	if b.pacer != nil {
+		_ = b.pacer.Close()
+		b.pacer = nil
+	}
+	pins, err := b.pins()
+	if err != nil {
+		return false, err
+	}
+	_, had, err := pins.Lookup(edt.PinProgram)
+	if err != nil {
+		return false, err
+	}
+	if err := edt.Unpin(pins); err != nil {
+		return false, fmt.Errorf("dev %s: %w", b.dev, err)
+	}
+	return had, nil
+}
