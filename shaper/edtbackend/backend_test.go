@@ -77,7 +77,7 @@ func TestIntegrationUpdateAdoptReset(t *testing.T) {
 	b = openIn(t, ns, dev)
 	defer b.Close()
 	in, err := b.Inspect(ctx)
-	if err != nil || !in.Owned || in.Classifier != shaper.ClassifierKind(Name) || len(in.FlowClasses()) != 2 || in.Overhead != 14 {
+	if err != nil || !in.Owned || in.Classifier != Name || len(in.FlowClasses()) != 2 || in.Overhead != 14 {
 		t.Fatalf("inspect after reopening: %v, %+v", err, in)
 	}
 	if rep, err := b.Apply(ctx, flows, pol, shaper.ApplyOptions{Strict: true}); err != nil || rep.Writes != 0 {

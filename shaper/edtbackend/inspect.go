@@ -80,7 +80,7 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 		in.Problems = append(in.Problems, fmt.Sprintf("dev %s: tree %x: without its pinned program: no flow is paced", b.dev, Major))
 		return in, nil
 	}
-	in.Classifier, in.Leaf = shaper.ClassifierKind(Name), shaper.LeafKind("fq")
+	in.Classifier, in.Leaf = Name, "fq"
 	return in, b.inspectMaps(pc, in)
 }
 
