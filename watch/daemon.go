@@ -67,7 +67,7 @@ func Start(cfg Config, obs Observer) (*Daemon, error) {
 		return nil, fmt.Errorf("gtp5g features: %w", err)
 	}
 	patched := feats.Has(gtpnl.FeatureFlowMark | gtpnl.FeatureQoSEvents)
-	if err := d.chooseMarks(gc, patched); err != nil {
+	if err := d.chooseMarks(gc, patched, feats); err != nil {
 		return nil, err
 	}
 	// The backend says how it will find each packet's flow, or why it
@@ -132,9 +132,6 @@ func (d *Daemon) markMode(gc *gtpnl.Client, feats gtpnl.Features, patched bool, 
 		d.Mode = fmt.Sprintf("mode: polling every %s (gtp5g patch, features %s, mark mode off, left as it is: it is machine-wide; --mark-mode auto sets pdr), %s",
 			time.Duration(cfg.Poll), feats, binding)
 		return gtpnl.MarkOff, nil
-	}
-	if err := checkQFIMode(gc, cfg.MarkMode, feats); err != nil {
-		return 0, err
 	}
 	line, mode, err := ensureMarkMode(gc, cfg.MarkMode, feats)
 	if err != nil {

@@ -47,17 +47,22 @@ func (d *Daemon) sameMarkMode(c *gtpnl.Client) error {
 	return nil
 }
 
-// chooseMarks records the patched module's mark mode and decides whether
-// packets carry marks: a patched module left in mode off (--mark-mode
-// current) marks nothing, so its packets are classified as stock gtp5g's
-// are, with the GTP-U classifier N3 and N6 share.
-func (d *Daemon) chooseMarks(gc *gtpnl.Client, patched bool) error {
+// chooseMarks records the patched module's mark mode, refuses mode qfi
+// where gtp5g's rules would merge flows (before anything is opened or
+// written), and decides whether packets carry marks: a patched module left
+// in mode off (--mark-mode current) marks nothing, so its packets are
+// classified as stock gtp5g's are, with the GTP-U classifier N3 and N6
+// share.
+func (d *Daemon) chooseMarks(gc *gtpnl.Client, patched bool, feats gtpnl.Features) error {
 	if patched {
 		m, err := gc.MarkMode()
 		if err != nil {
 			return fmt.Errorf("gtp5g mark mode: %w", err)
 		}
 		d.startMode = m
+		if err := checkQFIMode(gc, d.cfg.MarkMode, feats); err != nil {
+			return err
+		}
 	}
 	d.marks = backends.Marked
 	if !patched || d.unmarked() {

@@ -110,14 +110,14 @@ ip route add 10.60.0.0/24 dev upfgtp
 ip neigh add 10.100.0.2 lladdr "$(cat /sys/class/net/n3p/address)" dev n3w
 echo "===STATUS-BEGIN==="; ./gtpqos status --json --n3 n3w --n6 n6w --interval 0; echo "===STATUS-END==="
 LOADS=
-load() { ./udpload -src $1 -dst $2:9000 -rate $3 -for 30s & LOADS="$LOADS $!"; }
+load() { ./udpload -src $1 -dst $2:9000 -rate $3 -for 45s & LOADS="$LOADS $!"; }
 # Each reading is classstats's: the counters of one netlink dump, framed by
 # the monotonic clock just before and after it.
 phase() {
 	sleep 4; echo "===STATS $1 t1==="; ./classstats -dev n3w
 	sleep 15; echo "===STATS $1 t2==="; ./classstats -dev n3w
 	n=0; for p in $LOADS; do kill -0 $p 2>/dev/null && n=$((n+1)); done; echo "RUNNING $1 $n"
-	wait $LOADS; LOADS= # the loads run 30 s: past the second reading, even when a sleep overruns
+	wait $LOADS; LOADS= # the loads run 45 s: past the second reading (19 s in), even when a loaded host stretches the sleeps by half
 }
 load 10.200.0.9 10.60.0.1 7000000
 phase alone
