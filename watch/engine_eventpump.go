@@ -35,13 +35,9 @@ func (e *Engine) pump(ctx context.Context, ch <-chan Event, gen uint64) {
 			e.pend.changes = append(e.pend.changes, ev)
 		case ev.Kind == EventChange:
 			e.pend.changes = nil
-			e.markFull("more change events queued than the engine keeps")
+			e.markFull(syncQueueFull, nil)
 		default: // EventResync, or a kind this engine does not know
-			reason := "lost events"
-			if ev.Err != nil {
-				reason = "lost events: " + ev.Err.Error()
-			}
-			e.markFull(reason)
+			e.markFull(syncLostEvents, ev.Err)
 		}
 		e.mu.Unlock()
 		e.kick()

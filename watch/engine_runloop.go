@@ -16,7 +16,7 @@ import (
 func (e *Engine) Run(ctx context.Context) error {
 	l := &runLoop{e: e, resync: time.NewTicker(e.opt.Resync), first: true, subNow: true, subCancel: func() {}}
 	defer l.stop()
-	e.RequestResync("start")
+	e.requestFull(syncStart)
 	for {
 		if l.subNow {
 			l.subscribe(ctx)
@@ -41,7 +41,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.degrade("events", why)
 			continue
 		}
-		if !p.full && !p.repair && len(p.changes) == 0 {
+		if p.full == syncNone && !p.repair && len(p.changes) == 0 {
 			continue
 		}
 		if err := e.sync(ctx, p); err != nil {
@@ -51,7 +51,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			// Whatever was queued is folded into a full resync, retried
 			// after a wait: nothing is lost.
 			e.mu.Lock()
-			e.markFull("retry")
+			e.markFull(syncRetry, nil)
 			e.mu.Unlock()
 			l.retryAfter()
 		} else {
@@ -128,7 +128,7 @@ func (l *runLoop) subscribe(ctx context.Context) {
 			l.poll, l.pollC = nil, nil
 		}
 		if !l.first {
-			e.RequestResync("reconnect")
+			e.requestFull(syncReconnect)
 		}
 	default:
 		e.degrade("events", err)
@@ -147,18 +147,18 @@ func (l *runLoop) wait(ctx context.Context) (done, again bool) {
 	case <-e.trigger:
 	case <-l.pollC:
 		e.mu.Lock()
-		e.markFull("") // a poll is silent unless it changes something
+		e.markFull(syncPoll, nil) // silent unless it changes something
 		e.mu.Unlock()
 		e.opt.Metrics.poll()
 	case <-l.resync.C:
-		e.RequestDeviceResync("periodic")
+		e.RequestDeviceResync()
 	case <-l.retryC:
 		l.retryC = nil
 		if l.waitingSub {
 			l.subNow = true
 			return false, true // subscribe again, then resync
 		}
-		e.RequestResync("retry")
+		e.requestFull(syncRetry)
 	}
 	return false, false
 }

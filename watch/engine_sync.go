@@ -11,16 +11,15 @@ import (
 )
 
 // sync folds what changed into the engine's flows and reconciles every
-// device: a full resync dumps the source (and, with a reason, makes the
-// backends read their devices back) in place of the change events queued
-// before it, a repair reads the devices back without a dump; change
-// events are folded in, in order, after it. Only
-// the sessions that changed go to the backends, unless a device needs a
-// full apply.
+// device: a full resync dumps the source (and, unless it is a poll, makes
+// the backends read their devices back) in place of the change events
+// queued before it, a repair reads the devices back without a dump; change
+// events are folded in, in order, after it. Only the sessions that changed
+// go to the backends, unless a device needs a full apply.
 func (e *Engine) sync(ctx context.Context, p pending) error {
 	changed := map[uint64]bool{}
-	if p.full {
-		if err := e.snapshot(ctx, p.reason, changed); err != nil {
+	if p.full != syncNone {
+		if err := e.snapshot(ctx, p.full, p.fullErr, changed); err != nil {
 			return err
 		}
 		// Every queued event arrived before the dump began, and the dump
@@ -29,14 +28,14 @@ func (e *Engine) sync(ctx context.Context, p pending) error {
 		// nothing after would correct it.
 		p.changes = nil
 	}
-	if p.repair && !(p.full && p.reason != "") { // a resync with a reason reads the devices already
+	if p.repair && !p.full.readsBack() { // that full resync reads the devices already
 		if c, ok := e.opt.Source.(Checker); ok {
 			if err := c.Check(ctx); err != nil {
 				e.degrade("source", err)
 				return err
 			}
 		}
-		e.reported(p.repairWhy)
+		e.reported(syncPeriodic, nil)
 		e.readDevicesBack()
 	}
 	for _, ev := range p.changes {
@@ -44,7 +43,7 @@ func (e *Engine) sync(ctx context.Context, p pending) error {
 		if err != nil {
 			e.degrade("source", err)
 			e.mu.Lock()
-			e.markFull("events: " + err.Error())
+			e.markFull(syncEventFailed, err)
 			e.mu.Unlock()
 			e.kick()
 			return err
@@ -63,12 +62,12 @@ func (e *Engine) sync(ctx context.Context, p pending) error {
 }
 
 // snapshot dumps the source and notes which sessions differ from the
-// engine's flows. A resync with a reason also makes the backends read
-// their devices back (drift repair) and apply every flow; a silent poll
-// trusts the last write and sends only what changed.
-func (e *Engine) snapshot(ctx context.Context, reason string, changed map[uint64]bool) error {
-	if reason != "" {
-		e.reported(reason)
+// engine's flows. A resync of kind k (with its cause) also makes the
+// backends read their devices back (drift repair) and apply every flow;
+// a poll is silent, trusts the last write and sends only what changed.
+func (e *Engine) snapshot(ctx context.Context, k syncKind, cause error, changed map[uint64]bool) error {
+	if k.readsBack() {
+		e.reported(k, cause)
 	}
 	e.opt.Metrics.dumped()
 	flows, err := e.opt.Source.Snapshot(ctx)
@@ -88,17 +87,19 @@ func (e *Engine) snapshot(ctx context.Context, reason string, changed map[uint64
 		}
 	}
 	e.flows = next
-	if reason != "" {
+	if k.readsBack() {
 		e.readDevicesBack()
 	}
 	return nil
 }
 
-// reported counts a resync and tells the observer why.
-func (e *Engine) reported(reason string) {
+// reported counts a resync of kind k and tells the observer why, with its
+// cause (nil: nothing to add).
+func (e *Engine) reported(k syncKind, cause error) {
+	reason := k.reason(cause)
 	// Retries during an outage are counted, not reported: the outage
 	// itself was (Degraded), once.
-	if reason != "retry" {
+	if k != syncRetry {
 		e.obs.Resync(reason)
 	}
 	e.opt.Metrics.resync(reason)

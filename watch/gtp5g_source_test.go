@@ -313,7 +313,7 @@ func TestEngineDropsEventsTheDumpReplaces(t *testing.T) {
 	eventually(t, 5*time.Second, "the add and the loss queued", func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		return len(e.pend.changes) == 1 && e.pend.full
+		return len(e.pend.changes) == 1 && e.pend.full != syncNone
 	})
 	conn.setQERs(q9)
 	close(gate)
