@@ -60,9 +60,9 @@ type device struct {
 	dir      shaper.Direction
 	be       shaper.Backend
 	problems string // last reported problem set, to report changes only
-	// needFull says the next reconcile must apply every flow (start, a
-	// resync with a reason, a failure); otherwise only changed sessions
-	// go to the backend.
+	// needFull says the next reconcile must apply every flow (start, any
+	// resync but a poll, a failure); otherwise only changed sessions go to
+	// the backend.
 	needFull bool
 
 	// mu guards pol (replaced by SetPolicies while the engine runs).
