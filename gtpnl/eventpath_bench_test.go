@@ -80,7 +80,7 @@ func epCases(b *testing.B) []epCase {
 // event (FAR, QER and PDR added) to its class written; remove-p50/p99-ms
 // the same for its deletion; dumps/event the dumps made while adding and
 // removing (0: events alone); rss-after-events-MB the resident set after
-// them; then, for a periodic resync, a full one (lost events) and a
+// them; then, for a periodic resync, a full one (as a reload asks) and a
 // Prometheus scrape, its time and the resident set's peak while it ran,
 // from the steady state (the fake answers dumps part by part, as the
 // kernel does, but its garbage shares the process's heap). The engine
@@ -104,8 +104,8 @@ func BenchmarkEventToClass(b *testing.B) {
 			// The resident set after the events, before anything returns
 			// pages: where the daemon sits between resyncs.
 			b.ReportMetric(procStatusMB(b, "VmRSS:"), "rss-after-events-MB")
-			lab.resync(b, "periodic", func() { lab.eng.RequestDeviceResync("periodic") })
-			lab.resync(b, "full", func() { lab.eng.RequestResync("lost events") })
+			lab.resync(b, "periodic", func() { lab.eng.RequestDeviceResync() })
+			lab.resync(b, "full", func() { lab.eng.RequestResync() })
 			lab.scrape(b)
 			b.ReportMetric(lab.build.Seconds(), "build-s")
 			b.ReportMetric(lab.heapMB, "heap-MB")

@@ -256,7 +256,7 @@ func (d *Daemon) Reload(cfg Config) (note string, err error) {
 		cfg.Policy.Backend != d.cfg.Policy.Backend {
 		note = "device, backend, metrics or lock changes need a restart; applied rates and policy only"
 	}
-	d.eng.RequestResync("reload")
+	d.eng.RequestResync()
 	return note, nil
 }
 

@@ -17,6 +17,14 @@
 // wrong. Bursts coalesce through a size-1 trigger channel: however many
 // events arrive while a reconcile runs, the next reconcile handles them all.
 //
+// The engine's files: engine.go holds the Engine, its options and its
+// devices; engine_runloop.go the loop Run drives (timers, subscribing,
+// retries with backoff); engine_eventpump.go the goroutine that moves a
+// subscription's events into the pending work; engine_pending.go that
+// work and the kinds of sync (syncKind); engine_sync.go the sync itself
+// (dump or fold events in, then apply to each device's backend). The
+// gtp5g source (gtp5g_source.go) keeps its rules in qosview/rulemodel.
+//
 // The package does not log: it reports what it did through an Observer, and
 // cmd/gtpqos turns that into log lines. It may import gtpnl, qosview, the
 // model and shaper/backends (never a backend directly).

@@ -337,7 +337,7 @@ func TestEngineSetPoliciesReachNextApply(t *testing.T) {
 		t.Fatalf("Policy(downlink) after SetPolicies = %+v, want %+v", got, dl2)
 	}
 	resyncs0, _ := dl.counts()
-	e.RequestResync("reload")
+	e.RequestResync()
 	eventually(t, 5*time.Second, "the new policies applied", func() bool { return dl.policy() == dl2 && ul.policy() == ul2 })
 	if resyncs, _ := dl.counts(); resyncs != resyncs0+1 {
 		t.Errorf("reload resync: Backend.Resync called %d times, want once", resyncs-resyncs0)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/qosview"
+	"github.com/free5gc/gtpqos/qosview/rulemodel"
 	"github.com/free5gc/gtpqos/shaper"
 )
 
@@ -49,7 +50,7 @@ type GTP5GSource struct {
 
 	// model is the rules by session (engine goroutine only: Snapshot and
 	// Apply); viewProblems the view's problems by session.
-	model        *ruleModel
+	model        *rulemodel.Model
 	viewProblems map[uint64][]string
 }
 
@@ -185,7 +186,7 @@ func (s *GTP5GSource) Snapshot(ctx context.Context) ([]shaper.Flow, error) {
 	// The dump replaces the model: let the old one go before the new one
 	// is built, not after (tens of megabytes at 65k sessions).
 	s.model = nil
-	s.model = newRuleModel(qers, pdrs, fars)
+	s.model = rulemodel.New(qers, pdrs, fars)
 	flows, problems := s.View(qers, pdrs, fars)
 	s.viewProblems = map[uint64][]string{}
 	for _, p := range problems {
@@ -203,10 +204,10 @@ func (s *GTP5GSource) Apply(ev Event) ([]shaper.Flow, error) {
 		return nil, fmt.Errorf("change event of seid %d carries no gtp5g rule", ev.SEID)
 	}
 	if s.model == nil {
-		s.model = newRuleModel(nil, nil, nil)
+		s.model = rulemodel.New(nil, nil, nil)
 	}
-	seid := s.model.apply(ge)
-	flows, problems := s.View(s.model.rules(seid))
+	seid := applyEvent(s.model, ge)
+	flows, problems := s.View(s.model.Rules(seid))
 	var lines []string
 	for _, p := range problems {
 		lines = append(lines, p.String())
@@ -279,6 +280,29 @@ func send(ctx context.Context, ch chan<- Event, ev Event) {
 	case ch <- ev:
 	case <-ctx.Done():
 	}
+}
+
+// applyEvent folds one event into the model: an add or update sets the
+// rule's state, a delete removes it. It returns the session the rule
+// belongs to.
+func applyEvent(m *rulemodel.Model, ev gtpnl.Event) uint64 {
+	seid := eventSEID(ev)
+	del := ev.Op == gtpnl.EventDelete
+	switch {
+	case ev.QER != nil && del:
+		m.DeleteQER(seid, ev.QER.ID)
+	case ev.QER != nil:
+		m.SetQER(ev.QER)
+	case ev.PDR != nil && del:
+		m.DeletePDR(seid, ev.PDR.ID)
+	case ev.PDR != nil:
+		m.SetPDR(ev.PDR)
+	case ev.FAR != nil && del:
+		m.DeleteFAR(seid, ev.FAR.ID)
+	case ev.FAR != nil:
+		m.SetFAR(ev.FAR)
+	}
+	return seid
 }
 
 // eventSEID returns the session an event's object belongs to.

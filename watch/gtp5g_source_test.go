@@ -153,7 +153,7 @@ func TestGTP5GSourceModelFollowsEvents(t *testing.T) {
 			t.Fatalf("step %d: flows %q, err %v; want %q", i, ids(got), err, st.want)
 		}
 	}
-	if _, ok := src.model.sessions[2]; ok {
+	if src.model.Has(2) {
 		t.Error("session 2 kept in the model after its last rule was deleted")
 	}
 	if len(reported) != 2 || len(reported[0]) != 1 || len(reported[1]) != 0 {
@@ -313,7 +313,7 @@ func TestEngineDropsEventsTheDumpReplaces(t *testing.T) {
 	eventually(t, 5*time.Second, "the add and the loss queued", func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		return len(e.pend.changes) == 1 && e.pend.full
+		return len(e.pend.changes) == 1 && e.pend.full != syncNone
 	})
 	conn.setQERs(q9)
 	close(gate)

@@ -1,4 +1,4 @@
-package watch
+package rulemodel
 
 import (
 	"math/rand/v2"
@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/gtpnl/gtp5g"
 	"github.com/free5gc/gtpqos/qosview"
 )
@@ -20,11 +19,11 @@ func TestViewOfModelRulesIsTheViewOfFullRules(t *testing.T) {
 	for i := range 3000 {
 		seid := rng.Uint64N(4) + 1
 		qers, pdrs, fars := randomSession(rng, seid)
-		m := newRuleModel(qers, pdrs, fars)
-		for _, mode := range []gtpnl.MarkMode{gtpnl.MarkOff, gtpnl.MarkQFI, gtpnl.MarkFlow} {
+		m := New(qers, pdrs, fars)
+		for _, mode := range []gtp5g.MarkMode{gtp5g.MarkOff, gtp5g.MarkQFI, gtp5g.MarkFlow} {
 			opts := qosview.Options{MarkMode: mode}
 			wantFlows, wantProblems := qosview.Build(qers, pdrs, fars, opts)
-			mq, mp, mf := m.rules(seid)
+			mq, mp, mf := m.Rules(seid)
 			gotFlows, gotProblems := qosview.Build(mq, mp, mf, opts)
 			if !reflect.DeepEqual(gotFlows, wantFlows) {
 				t.Fatalf("session %d, mark mode %v: flows from the model\n%+v\nfrom the full rules\n%+v\nrules: %+v %+v %+v", i, mode, gotFlows, wantFlows, qers, pdrs, fars)
@@ -47,17 +46,17 @@ func problemLines(ps []qosview.Problem) []string {
 // randomSession makes one session's rules with every field drawn at random
 // and ids drawn from small ranges, so rules refer to each other (or to
 // rules the session lacks) and the view's every branch is taken.
-func randomSession(rng *rand.Rand, seid uint64) ([]gtpnl.QER, []gtpnl.PDR, []gtpnl.FAR) {
-	var qers []gtpnl.QER
+func randomSession(rng *rand.Rand, seid uint64) ([]gtp5g.QER, []gtp5g.PDR, []gtp5g.FAR) {
+	var qers []gtp5g.QER
 	for range rng.IntN(4) {
-		qers = append(qers, gtpnl.QER{SEID: seid, ID: rng.Uint32N(4), Gate: gtp5g.Gate(rng.IntN(16)),
+		qers = append(qers, gtp5g.QER{SEID: seid, ID: rng.Uint32N(4), Gate: gtp5g.Gate(rng.IntN(16)),
 			MBR: randomBitrate(rng), GBR: randomBitrate(rng), CorrelationID: rng.Uint32(),
 			QFI: uint8(rng.IntN(4)), PPI: uint8(rng.IntN(8)), RQI: rng.IntN(2) == 0, RCSR: uint8(rng.IntN(2)),
 			RelatedPDRs: []uint16{uint16(rng.IntN(4))}, FlowMark: uint32(rng.IntN(3)) * rng.Uint32N(1<<24)})
 	}
-	var pdrs []gtpnl.PDR
+	var pdrs []gtp5g.PDR
 	for range rng.IntN(4) {
-		p := gtpnl.PDR{SEID: seid, ID: uint16(rng.IntN(4)), Precedence: rng.Uint32(), FARID: rng.Uint32N(3),
+		p := gtp5g.PDR{SEID: seid, ID: uint16(rng.IntN(4)), Precedence: rng.Uint32(), FARID: rng.Uint32N(3),
 			URRIDs: []uint32{rng.Uint32()}, RoleAddr: netip.AddrFrom4([4]byte{10, 0, 0, byte(rng.IntN(256))}),
 			QFI: uint8(rng.IntN(4)), FlowMark: uint32(rng.IntN(3)) * rng.Uint32N(1<<24),
 			PDRMark: uint32(rng.IntN(3)) * rng.Uint32N(1<<24)}
@@ -82,9 +81,9 @@ func randomSession(rng *rand.Rand, seid uint64) ([]gtpnl.QER, []gtpnl.PDR, []gtp
 		p.PDI.FramedRoutes = []string{"10.61.0.0/16"}
 		pdrs = append(pdrs, p)
 	}
-	var fars []gtpnl.FAR
+	var fars []gtp5g.FAR
 	for range rng.IntN(3) {
-		f := gtpnl.FAR{SEID: seid, ID: rng.Uint32N(3), ApplyAction: gtp5g.ApplyAction(rng.IntN(32)), RelatedPDRs: []uint16{1}}
+		f := gtp5g.FAR{SEID: seid, ID: rng.Uint32N(3), ApplyAction: gtp5g.ApplyAction(rng.IntN(32)), RelatedPDRs: []uint16{1}}
 		if rng.IntN(4) > 0 {
 			f.Forwarding = &gtp5g.ForwardingParameters{ForwardingPolicy: "p", TransportLevelMarking: uint8(rng.IntN(256))}
 			if rng.IntN(4) > 0 {
@@ -112,9 +111,9 @@ func uniqueIDs[T any](rules []T, id func(T) uint32) []T {
 	return out
 }
 
-func qerKey(q gtpnl.QER) uint32 { return q.ID }
-func pdrKey(p gtpnl.PDR) uint32 { return uint32(p.ID) }
-func farKey(f gtpnl.FAR) uint32 { return f.ID }
+func qerKey(q gtp5g.QER) uint32 { return q.ID }
+func pdrKey(p gtp5g.PDR) uint32 { return uint32(p.ID) }
+func farKey(f gtp5g.FAR) uint32 { return f.ID }
 
 func randomBitrate(rng *rand.Rand) gtp5g.Bitrate {
 	pick := func() uint64 { return uint64(rng.IntN(3)) * rng.Uint64N(1e9) }

@@ -1,38 +1,35 @@
-package watch
+package rulemodel
 
-import (
-	"github.com/free5gc/gtpqos/gtpnl"
-	"github.com/free5gc/gtpqos/gtpnl/gtp5g"
-)
+import "github.com/free5gc/gtpqos/gtpnl/gtp5g"
 
 // The rule model keeps of each rule what the QoS view (qosview.Build)
-// reads, in about a third of gtpnl's room: a session's flows are viewed
+// reads, in about a third of the full rule's room: a session's flows are viewed
 // again from these on every event, and at 65k sessions the full rules
 // would be the daemon's largest table. The session's SEID is the model's
 // key, not repeated per rule. TestViewOfModelRulesIsTheViewOfFullRules
 // views random full rules both ways, so a field the view starts reading
 // fails it until it is kept here.
 
-// viewQER is a QER as the view reads it.
-type viewQER struct {
+// qer is a QER as the view reads it.
+type qer struct {
 	gbr, mbr gtp5g.Bitrate
 	id       uint32
 	mark     uint32
 	qfi      uint8
 }
 
-func qerForView(q *gtpnl.QER) viewQER {
-	return viewQER{gbr: q.GBR, mbr: q.MBR, id: q.ID, mark: q.FlowMark, qfi: q.QFI}
+func qerForView(q *gtp5g.QER) qer {
+	return qer{gbr: q.GBR, mbr: q.MBR, id: q.ID, mark: q.FlowMark, qfi: q.QFI}
 }
 
-func (q *viewQER) rule(seid uint64) gtpnl.QER {
-	return gtpnl.QER{SEID: seid, ID: q.id, GBR: q.gbr, MBR: q.mbr, QFI: q.qfi, FlowMark: q.mark}
+func (q *qer) rule(seid uint64) gtp5g.QER {
+	return gtp5g.QER{SEID: seid, ID: q.id, GBR: q.gbr, MBR: q.mbr, QFI: q.qfi, FlowMark: q.mark}
 }
 
-// viewPDR is a PDR as the view reads it: its source interface and whether
+// pdr is a PDR as the view reads it: its source interface and whether
 // it has a local F-TEID say its direction, the F-TEID's TEID is an uplink
 // flow's tunnel.
-type viewPDR struct {
+type pdr struct {
 	qers    []uint32
 	farID   uint32
 	mark    uint32
@@ -45,8 +42,8 @@ type viewPDR struct {
 	hasTEID bool
 }
 
-func pdrForView(p *gtpnl.PDR) viewPDR {
-	v := viewPDR{qers: p.QERIDs, farID: p.FARID, mark: p.FlowMark, pdrMark: p.PDRMark, id: p.ID, qfi: p.QFI}
+func pdrForView(p *gtp5g.PDR) pdr {
+	v := pdr{qers: p.QERIDs, farID: p.FARID, mark: p.FlowMark, pdrMark: p.PDRMark, id: p.ID, qfi: p.QFI}
 	if si := p.PDI.SourceInterface; si != nil {
 		v.iface, v.hasIf = *si, true
 	}
@@ -56,8 +53,8 @@ func pdrForView(p *gtpnl.PDR) viewPDR {
 	return v
 }
 
-func (p *viewPDR) rule(seid uint64) gtpnl.PDR {
-	r := gtpnl.PDR{SEID: seid, ID: p.id, FARID: p.farID, QERIDs: p.qers, QFI: p.qfi, FlowMark: p.mark, PDRMark: p.pdrMark}
+func (p *pdr) rule(seid uint64) gtp5g.PDR {
+	r := gtp5g.PDR{SEID: seid, ID: p.id, FARID: p.farID, QERIDs: p.qers, QFI: p.qfi, FlowMark: p.mark, PDRMark: p.pdrMark}
 	if p.hasIf {
 		si := p.iface
 		r.PDI.SourceInterface = &si
@@ -68,9 +65,9 @@ func (p *viewPDR) rule(seid uint64) gtpnl.PDR {
 	return r
 }
 
-// viewFAR is a FAR as the view reads it: the TEID of the GTP-U header it
+// far is a FAR as the view reads it: the TEID of the GTP-U header it
 // pushes, which is a downlink flow's tunnel.
-type viewFAR struct {
+type far struct {
 	id     uint32
 	teid   uint32
 	action gtp5g.ApplyAction
@@ -78,8 +75,8 @@ type viewFAR struct {
 	hasOHC bool
 }
 
-func farForView(f *gtpnl.FAR) viewFAR {
-	v := viewFAR{id: f.ID, action: f.ApplyAction}
+func farForView(f *gtp5g.FAR) far {
+	v := far{id: f.ID, action: f.ApplyAction}
 	if fp := f.Forwarding; fp != nil {
 		v.hasFwd = true
 		if ohc := fp.OuterHeaderCreation; ohc != nil {
@@ -89,8 +86,8 @@ func farForView(f *gtpnl.FAR) viewFAR {
 	return v
 }
 
-func (f *viewFAR) rule(seid uint64) gtpnl.FAR {
-	r := gtpnl.FAR{SEID: seid, ID: f.id, ApplyAction: f.action}
+func (f *far) rule(seid uint64) gtp5g.FAR {
+	r := gtp5g.FAR{SEID: seid, ID: f.id, ApplyAction: f.action}
 	if f.hasFwd {
 		r.Forwarding = &gtp5g.ForwardingParameters{}
 		if f.hasOHC {
