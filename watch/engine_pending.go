@@ -27,7 +27,7 @@ var syncNames = [...]string{
 	syncStart:       "start",
 	syncReconnect:   "reconnect",
 	syncLostEvents:  "lost events",
-	syncQueueFull:   "more change events queued than the engine keeps",
+	syncQueueFull:   "queue full: more change events queued than the engine keeps",
 	syncEventFailed: "events",
 	syncRetry:       "retry",
 	syncReload:      "reload",

@@ -20,7 +20,7 @@ func TestSyncKindReasons(t *testing.T) {
 		{syncReconnect, nil, "reconnect", "reconnect"},
 		{syncLostEvents, nil, "lost events", "lost-events"},
 		{syncLostEvents, errors.New("ENOBUFS"), "lost events: ENOBUFS", "lost-events"},
-		{syncQueueFull, nil, "more change events queued than the engine keeps", "more-change-events-queued-than-the-engine-keeps"},
+		{syncQueueFull, nil, "queue full: more change events queued than the engine keeps", "queue-full"},
 		{syncEventFailed, errors.New("bad QER"), "events: bad QER", "events"},
 		{syncRetry, nil, "retry", "retry"},
 		{syncReload, nil, "reload", "reload"},
