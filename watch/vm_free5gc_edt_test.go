@@ -22,6 +22,7 @@ import (
 // (del2.sh): its map entries must go and no class may come or go.
 const free5gcEDTScenario = free5gcSetup + `printf 'policy:\n  backend: edt\n  non_gbr_min: 100kbit\n  default_rate: 100kbit\n' >watch.yaml
 echo "MARK-MODE-BEFORE $(cat /proc/gtp5g/qos_mark)"
+# Unmarked packets: watch must refuse before any write.
 timeout 20 ./gtpqos watch --config watch.yaml --n3 n3w --n6 n6w --link-rate 7500kbit --mark-mode current --metrics-addr off >refused.log 2>&1
 echo "REFUSED-EXIT $?"
 echo "===REFUSED-LOG==="; cat refused.log; echo "===END==="
@@ -74,6 +75,32 @@ kill -TERM $W; wait $W
 echo "== watch log"; cat watch.log
 echo FREE5GC-SCENARIO-OK
 `
+
+// free5gcEDTStockScenario starts watch with backend edt on stock gtp5g
+// holding free5GC's rules: it must refuse in one line before any write.
+const free5gcEDTStockScenario = free5gcSetup + `printf 'policy:\n  backend: edt\n' >watch.yaml
+T=./gogtp5g-tunnel
+. ./rules.sh
+echo "MARK-MODE-BEFORE $(cat /proc/gtp5g/qos_mark 2>/dev/null)"
+timeout 20 ./gtpqos watch --config watch.yaml --n3 n3w --n6 n6w --link-rate 7500kbit --mark-mode auto --metrics-addr off >refused.log 2>&1
+echo "REFUSED-EXIT $?"
+echo "===REFUSED-LOG==="; cat refused.log; echo "===END==="
+echo "REFUSED-QDISC $(tc qdisc show dev n3w | grep -c 'htb\|fq\|clsact') $(tc qdisc show dev n6w | grep -c 'htb\|fq\|clsact')"
+echo "MARK-MODE-AFTER-REFUSAL $(cat /proc/gtp5g/qos_mark 2>/dev/null)"
+echo FREE5GC-EDT-STOCK-OK
+`
+
+// TestVMWatchFree5GCEDTStock: on stock gtp5g ($GTP5G_KO without the
+// patch; a patched module skips), whose packets carry no mark, watch with
+// backend edt exits at start with one line saying edt needs the marks,
+// and leaves both devices without a qdisc of ours.
+func TestVMWatchFree5GCEDTStock(t *testing.T) {
+	out, _, _ := runFree5GCWith(t, free5gcEDTStockScenario, "stock", nil, []string{"sch_fq"})
+	if !strings.Contains(out, "FREE5GC-EDT-STOCK-OK") {
+		t.Fatal("scenario failed; see the guest output above")
+	}
+	checkEDTRefusal(t, out)
+}
 
 // deleteCommands deletes session seid's rules from d with gogtp5g-tunnel,
 // as go-upf does on a session release: PDRs, then QERs, then FARs.
@@ -279,7 +306,7 @@ func checkEDTRefusal(t *testing.T, out string) {
 	log := strings.TrimSpace(between(out, "===REFUSED-LOG===\n", "===END==="))
 	t.Logf("unmarked: watch exit %s: %s", between(out, "REFUSED-EXIT ", "\n"), log)
 	if code := between(out, "REFUSED-EXIT ", "\n"); code == "0" || code == "124" {
-		t.Errorf("watch with backend edt in mark mode off: exit %s, want a refusal", code)
+		t.Errorf("watch with backend edt on unmarked packets: exit %s, want a refusal", code)
 	}
 	if lines := strings.Split(log, "\n"); len(lines) != 1 || !strings.Contains(log, "edt needs the patched gtp5g's marks") {
 		t.Errorf("refusal is not one line saying edt needs the marks: %q", log)
