@@ -217,10 +217,13 @@ func edtRates(t *testing.T, out, phase string) edtPhase {
 // shapes. Rates are the program's per-flow counters (user IP bytes of the
 // packets it passed into fq, read from the pinned maps): an upper bound
 // of what each flow sent, so the ceilings hold for what left the device:
-// the default flow alone ≤ AMBR + 1%; default + C ≤ AMBR + 1%; every flow
-// ≤ its MBR + 1%. GBR flows A, B and D under congestion are logged
-// against their GBRs (the part metered into the guaranteed class, and
-// whether that class's fq dropped any). Before that, with the module in
+// the default flow alone ≤ AMBR + 1%; default + C ≤ AMBR + 1%, with the
+// session alone and under congestion; every flow ≤ its MBR + 1%. GBR flows
+// A, B and D under congestion: what left the device (passed less the
+// tree's backlog; judged only when the tree dropped nothing in the window)
+// ≥ GBR − 1%; the part the meter put in the guaranteed class is logged
+// (pacing gives a stalled sender no credit, so it falls a few percent
+// short of the GBR under TCG). Before that, with the module in
 // mark mode off, watch refuses in one line and writes nothing; after, UE
 // 2's released session leaves no map entry and no class came or went.
 func TestVMWatchFree5GCEDT(t *testing.T) {
