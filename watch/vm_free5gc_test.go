@@ -277,6 +277,13 @@ func checkShapes(t *testing.T, out string, rep shapesReport, class map[string]st
 // stock module skips.
 func runFree5GC(t *testing.T, script, mode string, more ...free5gc.Flow) (string, *free5gc.Session, *free5gc.Session) {
 	t.Helper()
+	return runFree5GCWith(t, script, mode, nil, nil, more...)
+}
+
+// runFree5GCWith is runFree5GC with extra files in the guest's work
+// directory and extra modules loaded.
+func runFree5GCWith(t *testing.T, script, mode string, extra map[string]string, mods []string, more ...free5gc.Flow) (string, *free5gc.Session, *free5gc.Session) {
+	t.Helper()
 	ko := vm.RequireKO(t)
 	u, ue1, ue2 := free5gc.Quarter()
 	for _, f := range more {
@@ -295,9 +302,11 @@ func runFree5GC(t *testing.T, script, mode string, more ...free5gc.Flow) (string
 		t.Fatal(err)
 	}
 	files["rules.sh"] = rules
-	var mods []string
+	for name, path := range extra {
+		files[name] = path
+	}
 	if mode == "stock" {
-		mods = []string{"sch_ingress", "cls_bpf"} // the GTP-U classifier
+		mods = append(mods, "sch_ingress", "cls_bpf") // the GTP-U classifier
 	}
 	res := vm.Run(t, vm.Config{Script: script, Files: files, KO: ko, Env: map[string]string{"MODE": mode}, Modules: mods, Timeout: 8 * time.Minute})
 	if strings.Contains(res.Output, "FREE5GC-PATCHED") {

@@ -135,11 +135,13 @@ func (b *Backend) write(link netlink.Link, p *Plan, rep *shaper.Report) (err err
 // from p's.
 func (b *Backend) writeTree(link netlink.Link, p *Plan, root rootState, rep *shaper.Report) error {
 	withRoot := !root.ours || root.overhead != p.Overhead
+	var have map[uint32]*netlink.HtbClass
 	if !withRoot {
-		same, err := b.treeMatches(link, p)
+		same, h, err := b.treeMatches(link, p)
 		if err != nil || same {
 			return err
 		}
+		have = h
 	}
 	reqs, err := treeRequests(link, p, withRoot)
 	if err != nil {
@@ -153,6 +155,9 @@ func (b *Backend) writeTree(link netlink.Link, p *Plan, root rootState, rep *sha
 		rep.Changes = append(rep.Changes, shaper.Change{Op: "add", Object: "qdisc", Class: fmt.Sprintf("%x:", Major), Detail: "htb root"})
 	}
 	for _, c := range p.Classes {
+		if !withRoot && sameRates(have[ClassID(c.Minor)], c) {
+			continue // rewritten as it was: not a change (a GBR sum moves two classes)
+		}
 		rep.Changes = append(rep.Changes, shaper.Change{Op: "change", Object: "class", Class: Handle(c.Minor), Role: c.Role,
 			Rate: c.Rate, Ceil: c.Ceil, Detail: fmt.Sprintf("%s rate %s ceil %s", c.Name, shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil))})
 	}

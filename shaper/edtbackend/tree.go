@@ -103,11 +103,12 @@ func fqRequest(ifindex int, minor uint16) *nl.NetlinkRequest {
 }
 
 // treeMatches reports whether link's classes and leaves are p's (rates in
-// the kernel's bytes/s, fq leaves present).
-func (b *Backend) treeMatches(link netlink.Link, p *Plan) (bool, error) {
+// the kernel's bytes/s, fq leaves present), and returns the classes the
+// device holds by id.
+func (b *Backend) treeMatches(link netlink.Link, p *Plan) (bool, map[uint32]*netlink.HtbClass, error) {
 	classes, err := b.h.ClassList(link, 0)
 	if err != nil {
-		return false, fmt.Errorf("dev %s: list classes: %w", b.dev, err)
+		return false, nil, fmt.Errorf("dev %s: list classes: %w", b.dev, err)
 	}
 	have := map[uint32]*netlink.HtbClass{}
 	for _, c := range classes {
@@ -117,7 +118,7 @@ func (b *Backend) treeMatches(link netlink.Link, p *Plan) (bool, error) {
 	}
 	qs, err := b.h.QdiscList(link)
 	if err != nil {
-		return false, fmt.Errorf("dev %s: list qdiscs: %w", b.dev, err)
+		return false, nil, fmt.Errorf("dev %s: list qdiscs: %w", b.dev, err)
 	}
 	leaves := map[uint32]bool{}
 	for _, q := range qs {
@@ -126,15 +127,21 @@ func (b *Backend) treeMatches(link netlink.Link, p *Plan) (bool, error) {
 		}
 	}
 	if len(have) != len(p.Classes) {
-		return false, nil
+		return false, have, nil
 	}
 	for _, c := range p.Classes {
 		hc := have[ClassID(c.Minor)]
-		if hc == nil || hc.Rate != c.Rate/8 || hc.Ceil != c.Ceil/8 || (c.Minor != MinorLink && !leaves[ClassID(c.Minor)]) {
-			return false, nil
+		if !sameRates(hc, c) || (c.Minor != MinorLink && !leaves[ClassID(c.Minor)]) {
+			return false, have, nil
 		}
 	}
-	return true, nil
+	return true, have, nil
+}
+
+// sameRates reports whether the kernel's class hc (nil: none) has c's
+// rate and ceil (the kernel holds bytes/s).
+func sameRates(hc *netlink.HtbClass, c Class) bool {
+	return hc != nil && hc.Rate == c.Rate/8 && hc.Ceil == c.Ceil/8
 }
 
 // deleteRoot removes our root qdisc (and with it every class and leaf).

@@ -3,22 +3,33 @@
 // read just before and just after the one netlink dump: a window between
 // two readings is then known to a few milliseconds, where the start and
 // exit of a tc process under an emulated guest blur it by tenths of a
-// second. Usage: classstats -dev n3w
+// second. With -edt it also reads the leaf qdiscs' drops (in the same
+// frame) and, in a frame of its own (EDTMONO), the edt program's per-flow
+// counters from the device's pinned maps (user IP bytes each flow's
+// packets passed the program with, those of them metered into the
+// guaranteed class, and the horizon drops), then its sessions' AMBRs.
+// Usage: classstats -dev n3w [-edt]
 package main
 
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/edt"
 )
 
 func main() {
 	dev := flag.String("dev", "", "device whose classes to read")
+	withEDT := flag.Bool("edt", false, "also read the leaf qdiscs' drops and the edt program's per-flow counters")
 	flag.Parse()
-	if err := run(*dev); err != nil {
+	if err := run(*dev, *withEDT); err != nil {
 		fmt.Fprintln(os.Stderr, "classstats:", err)
 		os.Exit(1)
 	}
@@ -32,10 +43,26 @@ func now() (float64, error) {
 	return float64(ts.Sec) + float64(ts.Nsec)/1e9, nil
 }
 
-func run(dev string) error {
+func run(dev string, withEDT bool) error {
 	link, err := netlink.LinkByName(dev)
 	if err != nil {
 		return fmt.Errorf("device %q: %w", dev, err)
+	}
+	var pc *edt.Pacer
+	if withEDT { // opened before the frame: only the reads are inside it
+		pins, err := classify.DevicePins(dev)
+		if err != nil {
+			return err
+		}
+		p, ok, err := edt.OpenPinned(pins)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("device %q: no pinned edt program", dev)
+		}
+		defer p.Close()
+		pc = p
 	}
 	before, err := now()
 	if err != nil {
@@ -45,9 +72,34 @@ func run(dev string) error {
 	if err != nil {
 		return fmt.Errorf("classes of %s: %w", dev, err)
 	}
+	var qdiscs []netlink.Qdisc
+	if pc != nil {
+		if qdiscs, err = netlink.QdiscList(link); err != nil {
+			return fmt.Errorf("qdiscs of %s: %w", dev, err)
+		}
+	}
 	after, err := now()
 	if err != nil {
 		return err
+	}
+	// The program's counters in a frame of their own: a few map reads,
+	// so a scheduler's delay in the dumps above does not blur them.
+	var flows map[uint32]edt.FlowInfo
+	var sessions map[uint32]uint64
+	var edtBefore, edtAfter float64
+	if pc != nil {
+		if edtBefore, err = now(); err != nil {
+			return err
+		}
+		if flows, err = pc.ReadFlows(); err != nil {
+			return err
+		}
+		if edtAfter, err = now(); err != nil {
+			return err
+		}
+		if sessions, err = pc.ReadSessions(); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("MONO %.6f %.6f\n", before, after)
 	for _, c := range classes {
@@ -56,6 +108,24 @@ func run(dev string) error {
 			continue
 		}
 		fmt.Printf("class htb %s parent %s\n Sent %d bytes %d pkt\n", netlink.HandleStr(a.Handle), netlink.HandleStr(a.Parent), a.Statistics.Basic.Bytes, a.Statistics.Basic.Packets)
+	}
+	for _, q := range qdiscs {
+		a := q.Attrs()
+		if a.Statistics == nil || a.Statistics.Queue == nil {
+			continue
+		}
+		fmt.Printf("qdisc %s %s parent %s drops %d backlog %d\n", q.Type(), netlink.HandleStr(a.Handle), netlink.HandleStr(a.Parent),
+			a.Statistics.Queue.Drops, a.Statistics.Queue.Backlog)
+	}
+	if pc != nil {
+		fmt.Printf("EDTMONO %.6f %.6f\n", edtBefore, edtAfter)
+	}
+	for _, id := range slices.Sorted(maps.Keys(flows)) {
+		s := flows[id].State
+		fmt.Printf("flow edt/%#x bytes %d pkts %d gbr_bytes %d gbr_pkts %d drops %d\n", id, s.Bytes, s.Packets, s.GBRBytes, s.GBRPackets, s.Drops)
+	}
+	for _, id := range slices.Sorted(maps.Keys(sessions)) {
+		fmt.Printf("session %d ambr %d\n", id, sessions[id])
 	}
 	return nil
 }

@@ -1,0 +1,389 @@
+package watch
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/free5gc/gtpqos/tests/free5gc"
+)
+
+// free5gcEDTScenario is free5gcScenario under a watch whose policy selects
+// backend edt (sch_fq loaded): first, with the module still in mark mode
+// off and --mark-mode current, watch must refuse in one line before it
+// writes anything (packets without marks, as on stock gtp5g); then the
+// same loads under mark mode auto (pdr), each reading classstats -edt (the
+// tree's classes, the leaves' drops and the program's per-flow counters in
+// one frame); then UE 2's session is deleted with gogtp5g-tunnel
+// (del2.sh): its map entries must go and no class may come or go.
+const free5gcEDTScenario = free5gcSetup + `printf 'policy:\n  backend: edt\n  non_gbr_min: 100kbit\n  default_rate: 100kbit\n' >watch.yaml
+echo "MARK-MODE-BEFORE $(cat /proc/gtp5g/qos_mark)"
+# Unmarked packets: watch must refuse before any write.
+timeout 20 ./gtpqos watch --config watch.yaml --n3 n3w --n6 n6w --link-rate 7500kbit --mark-mode current --metrics-addr off >refused.log 2>&1
+echo "REFUSED-EXIT $?"
+echo "===REFUSED-LOG==="; cat refused.log; echo "===END==="
+echo "REFUSED-QDISC $(tc qdisc show dev n3w | grep -c 'htb\|fq\|clsact') $(tc qdisc show dev n6w | grep -c 'htb\|fq\|clsact')"
+echo "MARK-MODE-AFTER-REFUSAL $(cat /proc/gtp5g/qos_mark)"
+./gtpqos watch --config watch.yaml --n3 n3w --n6 n6w --link-rate 7500kbit --mark-mode "$MODE" --resync 5s --metrics-addr 127.0.0.1:9471 >watch.log 2>&1 &
+W=$!
+sleep 1
+kill -0 $W || fail "watch exited at start"
+T=./gogtp5g-tunnel
+. ./rules.sh
+entries() { ./classstats -dev n3w -edt 2>/dev/null | grep -c '^flow '; }
+for i in $(seq 300); do [ "$(entries)" -ge 6 ] && break; sleep 0.1; done
+echo "map entries: $(entries)"
+echo "MARK-MODE $(cat /proc/gtp5g/qos_mark)"
+for a in 2 3 4; do ip addr add 192.168.100.$a/32 dev lo; done
+ip addr add 10.200.0.9/32 dev lo
+ip route add 10.60.0.0/24 dev upfgtp
+ip neigh add 10.100.0.2 lladdr "$(cat /sys/class/net/n3p/address)" dev n3w
+echo "===STATUS-BEGIN==="; ./gtpqos status --json --n3 n3w --n6 n6w --interval 0; echo "===STATUS-END==="
+echo "== tree"; tc qdisc show dev n3w; tc class show dev n3w
+# The loads run long enough for a guest the senders slow down (starting
+# five of them takes seconds under TCG) and are stopped after the second
+# reading.
+LOADS=
+load() { ./udpload -src $1 -dst $2:9000 -rate $3 -for 90s & LOADS="$LOADS $!"; }
+phase() {
+	sleep 4; echo "===STATS $1 t1==="; ./classstats -dev n3w -edt
+	sleep 15; echo "===STATS $1 t2==="; ./classstats -dev n3w -edt
+	n=0; for p in $LOADS; do kill -0 $p 2>/dev/null && n=$((n+1)); done; echo "RUNNING $1 $n"
+	kill $LOADS; wait $LOADS 2>/dev/null; LOADS=
+	sleep 1 # fq's backlog drains
+}
+load 10.200.0.9 10.60.0.1 7000000
+phase alone
+load 10.200.0.9 10.60.0.1 3000000; load 192.168.100.4 10.60.0.1 3000000
+phase session
+load 10.200.0.9 10.60.0.1 3000000; load 192.168.100.2 10.60.0.1 5000000; load 192.168.100.3 10.60.0.1 2000000
+load 192.168.100.4 10.60.0.1 3000000; load 192.168.100.2 10.60.0.2 1500000
+phase all
+echo "== fq"; tc -s qdisc show dev n3w
+echo "CLASSES-BEFORE $(tc class show dev n3w | grep -c '^class') $(tc class show dev n6w | grep -c '^class')"
+. ./del2.sh
+# UE 1's four flows left, and no session 2 (or give up after ~30 s).
+for i in $(seq 300); do [ "$(entries)" -eq 4 ] && ! ./classstats -dev n3w -edt | grep -q '^session 2 ' && break; sleep 0.1; done
+echo "===MAPS-AFTER==="; ./classstats -dev n3w -edt; echo "===END==="
+echo "===STATUS2-BEGIN==="; ./gtpqos status --json --n3 n3w --n6 n6w --interval 0; echo "===STATUS2-END==="
+echo "CLASSES-AFTER $(tc class show dev n3w | grep -c '^class') $(tc class show dev n6w | grep -c '^class')"
+kill -TERM $W; wait $W
+echo "== watch log"; cat watch.log
+echo FREE5GC-SCENARIO-OK
+`
+
+// free5gcEDTStockScenario starts watch with backend edt on stock gtp5g
+// holding free5GC's rules: it must refuse in one line before any write.
+const free5gcEDTStockScenario = free5gcSetup + `printf 'policy:\n  backend: edt\n' >watch.yaml
+T=./gogtp5g-tunnel
+. ./rules.sh
+echo "MARK-MODE-BEFORE $(cat /proc/gtp5g/qos_mark 2>/dev/null)"
+timeout 20 ./gtpqos watch --config watch.yaml --n3 n3w --n6 n6w --link-rate 7500kbit --mark-mode auto --metrics-addr off >refused.log 2>&1
+echo "REFUSED-EXIT $?"
+echo "===REFUSED-LOG==="; cat refused.log; echo "===END==="
+echo "REFUSED-QDISC $(tc qdisc show dev n3w | grep -c 'htb\|fq\|clsact') $(tc qdisc show dev n6w | grep -c 'htb\|fq\|clsact')"
+echo "MARK-MODE-AFTER-REFUSAL $(cat /proc/gtp5g/qos_mark 2>/dev/null)"
+echo FREE5GC-EDT-STOCK-OK
+`
+
+// TestVMWatchFree5GCEDTStock: on stock gtp5g ($GTP5G_KO without the
+// patch; a patched module skips), whose packets carry no mark, watch with
+// backend edt exits at start with one line saying edt needs the marks,
+// and leaves both devices without a qdisc of ours.
+func TestVMWatchFree5GCEDTStock(t *testing.T) {
+	out, _, _ := runFree5GCWith(t, free5gcEDTStockScenario, "stock", nil, []string{"sch_fq"})
+	if !strings.Contains(out, "FREE5GC-EDT-STOCK-OK") {
+		t.Fatal("scenario failed; see the guest output above")
+	}
+	checkEDTRefusal(t, out)
+}
+
+// deleteCommands deletes session seid's rules from d with gogtp5g-tunnel,
+// as go-upf does on a session release: PDRs, then QERs, then FARs.
+func deleteCommands(d free5gc.Dump, seid uint64) string {
+	var b strings.Builder
+	for _, p := range d.PDRs {
+		if p.SEID == seid {
+			fmt.Fprintf(&b, "$T delete pdr upfgtp %d:%d || fail \"delete pdr %d:%d\"\n", p.SEID, p.ID, p.SEID, p.ID)
+		}
+	}
+	for _, q := range d.QERs {
+		if q.SEID == seid {
+			fmt.Fprintf(&b, "$T delete qer upfgtp %d:%d || fail \"delete qer %d:%d\"\n", q.SEID, q.ID, q.SEID, q.ID)
+		}
+	}
+	for _, f := range d.FARs {
+		if f.SEID == seid {
+			fmt.Fprintf(&b, "$T delete far upfgtp %d:%d || fail \"delete far %d:%d\"\n", f.SEID, f.ID, f.SEID, f.ID)
+		}
+	}
+	return b.String()
+}
+
+// edtFlow is one flow's program counters in a classstats -edt reading.
+type edtFlow struct{ bytes, gbrBytes uint64 }
+
+var edtFlowRE = regexp.MustCompile(`(?m)^flow (\S+) bytes (\d+) pkts \d+ gbr_bytes (\d+) gbr_pkts \d+ drops \d+$`)
+
+// edtFlows parses a classstats -edt reading's flows by handle.
+func edtFlows(s string) map[string]edtFlow {
+	out := map[string]edtFlow{}
+	for _, m := range edtFlowRE.FindAllStringSubmatch(s, -1) {
+		b, _ := strconv.ParseUint(m[2], 10, 64)
+		g, _ := strconv.ParseUint(m[3], 10, 64)
+		out[m[1]] = edtFlow{b, g}
+	}
+	return out
+}
+
+// edtWindow is the time between two readings of the program's counters
+// (their EDTMONO frames' midpoints) and its uncertainty, as readingWindow
+// judges the classes' (the window must be known to 0.5%).
+func edtWindow(t *testing.T, r1, r2, phase string) (w, slack float64) {
+	t.Helper()
+	var mid, spread [2]float64
+	for i, r := range []string{r1, r2} {
+		m := regexp.MustCompile(`EDTMONO ([0-9.]+) ([0-9.]+)`).FindStringSubmatch(r)
+		if m == nil {
+			t.Fatalf("no clock reading of the program's counters in %s", phase)
+		}
+		a, _ := strconv.ParseFloat(m[1], 64)
+		b, _ := strconv.ParseFloat(m[2], 64)
+		mid[i], spread[i] = (a+b)/2, b-a
+	}
+	w, slack = mid[1]-mid[0], (spread[0]+spread[1])/2
+	t.Logf("%s: program counters read %.3f ± %.4f s apart", phase, w, slack)
+	if w <= 0 || slack > 0.005*w {
+		t.Fatalf("%s: readings %.3f s apart took %.3f and %.3f s: the window is not known to 0.5%%", phase, w, spread[0], spread[1])
+	}
+	return w, slack
+}
+
+// qdiscDrops parses a classstats -edt reading's qdisc drops and backlog
+// bytes by parent ("root" for the tree's root, which counts its leaves').
+func qdiscDrops(s string) (drops, backlog map[string]uint64) {
+	drops, backlog = map[string]uint64{}, map[string]uint64{}
+	for _, m := range regexp.MustCompile(`(?m)^qdisc (?:fq|htb) \S+ parent (\S+) drops (\d+) backlog (\d+)$`).FindAllStringSubmatch(s, -1) {
+		drops[m[1]], _ = strconv.ParseUint(m[2], 10, 64)
+		backlog[m[1]], _ = strconv.ParseUint(m[3], 10, 64)
+	}
+	return drops, backlog
+}
+
+// edtPhase is a phase of free5gcEDTScenario as the program and the tree
+// counted it, by flow handle: what each flow's packets passed the program
+// with (user IP bit/s), of that what went to the guaranteed class, and a
+// floor on what left the device: passed less the whole tree's backlog at
+// the second reading (only meaningful when the tree dropped nothing in the
+// window: drops counts the packets it did drop, the queue's share of which
+// flow is unknown).
+type edtPhase struct {
+	passed, guaranteed, leftFloor map[string]rateBounds
+	drops                         map[string]uint64
+}
+
+func edtRates(t *testing.T, out, phase string) edtPhase {
+	t.Helper()
+	r1, r2 := between(out, "===STATS "+phase+" t1===", "==="), between(out, "===STATS "+phase+" t2===", "===")
+	if want := map[string]string{"alone": "1", "session": "2", "all": "5"}[phase]; between(out, "RUNNING "+phase+" ", "\n") != want {
+		t.Fatalf("%s: %q of the phase's %s loads still ran at the second reading", phase, between(out, "RUNNING "+phase+" ", "\n"), want)
+	}
+	window, slack := edtWindow(t, r1, r2, phase)
+	a, b := edtFlows(r1), edtFlows(r2)
+	p := edtPhase{passed: map[string]rateBounds{}, guaranteed: map[string]rateBounds{}, leftFloor: map[string]rateBounds{}, drops: map[string]uint64{}}
+	bounds := func(bytes uint64) rateBounds {
+		bits := float64(bytes) * 8
+		return rateBounds{lo: bits / (window + slack), hi: bits / (window - slack)}
+	}
+	d1, _ := qdiscDrops(r1)
+	d2, backlog := qdiscDrops(r2)
+	for c, n := range d2 {
+		p.drops[c] = n - d1[c]
+	}
+	for h, f := range b {
+		passed := f.bytes - a[h].bytes
+		p.passed[h], p.guaranteed[h] = bounds(passed), bounds(f.gbrBytes-a[h].gbrBytes)
+		p.leftFloor[h] = bounds(passed - min(passed, backlog["root"]))
+	}
+	return p
+}
+
+// TestVMWatchFree5GCEDT drives `gtpqos watch` with backend edt on the real
+// patched gtp5g ($GTP5G_KO, mark mode auto: pdr) with free5GC's rule
+// shapes. Rates are the program's per-flow counters (user IP bytes of the
+// packets it passed into fq, read from the pinned maps): an upper bound
+// of what each flow sent, so the ceilings hold for what left the device:
+// the default flow alone ≤ AMBR + 1%; default + C ≤ AMBR + 1%, with the
+// session alone and under congestion; every flow ≤ its MBR + 1%. GBR flows
+// A, B and D under congestion: what left the device (passed less the
+// tree's backlog; judged only when the tree dropped nothing in the window)
+// ≥ GBR − 1%; the part the meter put in the guaranteed class is logged
+// (pacing gives a stalled sender no credit, so it falls a few percent
+// short of the GBR under TCG). Before that, with the module in
+// mark mode off, watch refuses in one line and writes nothing; after, UE
+// 2's released session leaves no map entry and no class came or went.
+func TestVMWatchFree5GCEDT(t *testing.T) {
+	_, _, ue2 := free5gc.Quarter()
+	del := t.TempDir() + "/del2.sh"
+	if err := os.WriteFile(del, []byte(deleteCommands(free5gc.Build(false, ue2), ue2.SEID)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, ue1, ue2 := runFree5GCWith(t, free5gcEDTScenario, "auto", map[string]string{"del2.sh": del}, []string{"sch_fq"})
+	if !strings.Contains(out, "FREE5GC-SCENARIO-OK") {
+		t.Fatal("scenario failed; see the guest output above")
+	}
+	checkEDTRefusal(t, out)
+	rep, class := shapesStatus(t, out, ue1, ue2)
+	t.Logf("mark mode %s; map entries %v; problems %v", rep.MarkMode, class, rep.Problems)
+	for _, n := range []string{"default1", "default2", "A", "B", "C", "D"} {
+		if !strings.HasPrefix(class[n], "edt/") {
+			t.Errorf("flow %s has no map entry (%q)", n, class[n])
+		}
+	}
+	const ambr = 5e6
+	def := edtRates(t, out, "alone").passed[class["default1"]]
+	t.Logf("alone: default flow %s Mbit/s (AMBR 5)", def)
+	if def.hi > ambr*ceilSlack {
+		t.Errorf("default flow alone: up to %s Mbit/s > AMBR 5 + 1%%", def)
+	}
+	if def.lo < ambr*0.5 {
+		t.Errorf("default flow alone: %s Mbit/s, not even half the AMBR: the load did not reach the program", def)
+	}
+	// The session alone (default 3 and C 3 Mbit/s offered, the link not
+	// congested): the AMBR and C's MBR are what hold them back.
+	sess := edtRates(t, out, "session")
+	sd, sc := sess.passed[class["default1"]], sess.passed[class["C"]]
+	t.Logf("session: default %s, C %s Mbit/s passed (AMBR 5, C's MBR 2)", sd, sc)
+	if s := sd.hi + sc.hi; s > ambr*ceilSlack {
+		t.Errorf("session: default + C up to %.3f Mbit/s > AMBR 5 + 1%%", s/1e6)
+	}
+	if s := sd.lo + sc.lo; s < ambr*0.5 {
+		t.Errorf("session: default + C %.3f Mbit/s, not even half the AMBR: the loads did not reach the program", s/1e6)
+	}
+	if sc.hi > 2e6*ceilSlack {
+		t.Errorf("session: C up to %s Mbit/s > MBR 2 + 1%%", sc)
+	}
+	ph := edtRates(t, out, "all")
+	r := func(n string) rateBounds { return ph.passed[class[n]] }
+	t.Logf("all: default %s, A %s, B %s, C %s, D %s Mbit/s passed; drops in the window %v", r("default1"), r("A"), r("B"), r("C"), r("D"), ph.drops)
+	if s := r("default1").hi + r("C").hi; s > ambr*ceilSlack {
+		t.Errorf("default + C: up to %.3f Mbit/s > AMBR 5 + 1%%", s/1e6)
+	}
+	for _, c := range []struct {
+		name string
+		mbr  float64
+	}{{"A", 4.5e6}, {"B", 1.5e6}, {"C", 2e6}, {"D", 0.75e6}} {
+		if r(c.name).hi > c.mbr*ceilSlack {
+			t.Errorf("flow %s: up to %s Mbit/s > MBR %.3f + 1%%", c.name, r(c.name), c.mbr/1e6)
+		}
+	}
+	// GBR flows under congestion (14.5 Mbit/s offered on 7.5): what left
+	// the device is at least what passed the program less the tree's
+	// backlog, as long as the tree dropped nothing in the window.
+	for _, c := range []struct {
+		name string
+		gbr  float64
+	}{{"A", 3.75e6}, {"B", 1.25e6}, {"D", 0.5e6}} {
+		h := class[c.name]
+		t.Logf("GBR flow %s: passed %s Mbit/s, %s of it metered into the guaranteed class, at least %s left the device (GBR %.3f)",
+			c.name, ph.passed[h], ph.guaranteed[h], ph.leftFloor[h], c.gbr/1e6)
+		switch {
+		case ph.drops["root"] > 0:
+			t.Logf("GBR flow %s not judged: the tree dropped %d packets in the window (whose is unknown)", c.name, ph.drops["root"])
+		case ph.leftFloor[h].lo < c.gbr*0.99:
+			t.Errorf("GBR flow %s: at least %s Mbit/s left the device, below GBR %.3f − 1%%", c.name, ph.leftFloor[h], c.gbr/1e6)
+		}
+	}
+	checkEDTDefaultClass(t, out)
+	checkEDTRelease(t, out, class)
+}
+
+// checkEDTRefusal: watch with backend edt on unmarked packets exits with
+// one line, writes no qdisc on either device and leaves the mark mode.
+func checkEDTRefusal(t *testing.T, out string) {
+	t.Helper()
+	log := strings.TrimSpace(between(out, "===REFUSED-LOG===\n", "===END==="))
+	t.Logf("unmarked: watch exit %s: %s", between(out, "REFUSED-EXIT ", "\n"), log)
+	if code := between(out, "REFUSED-EXIT ", "\n"); code == "0" || code == "124" {
+		t.Errorf("watch with backend edt on unmarked packets: exit %s, want a refusal", code)
+	}
+	if lines := strings.Split(log, "\n"); len(lines) != 1 || !strings.Contains(log, "edt needs the patched gtp5g's marks") {
+		t.Errorf("refusal is not one line saying edt needs the marks: %q", log)
+	}
+	if q := between(out, "REFUSED-QDISC ", "\n"); q != "0 0" {
+		t.Errorf("watch wrote qdiscs before refusing (htb/fq/clsact on n3w, n6w: %s)", q)
+	}
+	if m := between(out, "MARK-MODE-AFTER-REFUSAL ", "\n"); m != between(out, "MARK-MODE-BEFORE ", "\n") {
+		t.Errorf("mark mode %s after the refusal, was %s", m, between(out, "MARK-MODE-BEFORE ", "\n"))
+	}
+}
+
+// checkEDTDefaultClass: under 1% of the packets of the all phase went to
+// the default class (unknown marks).
+func checkEDTDefaultClass(t *testing.T, out string) {
+	t.Helper()
+	all := classStats(between(out, "===STATS all t2===", "==="))
+	var total uint64
+	for id, v := range all {
+		if id != "6765:1" {
+			total += v[1]
+		}
+	}
+	if total == 0 || float64(all["6765:2"][1]) > 0.01*float64(total) {
+		t.Errorf("default class: %d of %d packets, want under 1%%", all["6765:2"][1], total)
+	}
+}
+
+// checkEDTRelease: after UE 2's rules were deleted its flows (D, default2)
+// and its session have no map entry, status shows UE 1's four flows only,
+// and the device has the classes it had.
+func checkEDTRelease(t *testing.T, out string, class map[string]string) {
+	t.Helper()
+	maps := between(out, "===MAPS-AFTER===", "===END===")
+	left := edtFlows(maps)
+	for _, n := range []string{"D", "default2"} {
+		if _, ok := left[class[n]]; ok {
+			t.Errorf("UE 2's flow %s (%s) still in the flows map after its session was deleted", n, class[n])
+		}
+	}
+	for _, n := range []string{"default1", "A", "B", "C"} {
+		if _, ok := left[class[n]]; !ok {
+			t.Errorf("UE 1's flow %s (%s) left the flows map with UE 2's session", n, class[n])
+		}
+	}
+	if strings.Contains(maps, "\nsession 2 ") {
+		t.Errorf("session 2 still in the sessions map:\n%s", maps)
+	}
+	var st struct {
+		Devices []struct {
+			Dev         string `json:"dev"`
+			FlowClasses int    `json:"flow_classes"`
+		} `json:"devices"`
+		Flows []struct {
+			SEID  uint64 `json:"seid"`
+			Class string `json:"class"`
+		} `json:"flows"`
+	}
+	if err := json.Unmarshal([]byte(between(out, "===STATUS2-BEGIN===", "===STATUS2-END===")), &st); err != nil {
+		t.Fatalf("status --json after the release: %v", err)
+	}
+	for _, d := range st.Devices {
+		if d.Dev == "n3w" && d.FlowClasses != 4 {
+			t.Errorf("status after the release: n3w has %d map entries, want UE 1's 4", d.FlowClasses)
+		}
+	}
+	for _, f := range st.Flows {
+		if f.SEID == 2 {
+			t.Errorf("status after the release still shows a flow of session 2: %+v", f)
+		}
+	}
+	before, after := between(out, "CLASSES-BEFORE ", "\n"), between(out, "CLASSES-AFTER ", "\n")
+	t.Logf("classes (n3w n6w) before the release %s, after %s", before, after)
+	if before == "" || before != after || !strings.HasPrefix(before, "4 ") {
+		t.Errorf("classes before the release %q, after %q: want the edt tree's 4 on n3w, unchanged", before, after)
+	}
+}
