@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // Kills and reruns per test: bounded counts, not durations.
@@ -53,6 +55,7 @@ func (w *killWindow) check(t *testing.T, what string) {
 // no sample shows the root without its default class, and that no packet
 // goes through the direct queue once the root has it.
 func TestFaultKillApplyDuringBuild(t *testing.T) {
+	testenv.SkipShortSlow(t, "kills a writer a dozen times at timed points")
 	e := newEnv(t)
 	flows := buildFlows(nFlows)
 	build := e.file("build.yaml", flows)
@@ -140,6 +143,7 @@ func (e *env) checkRound(i int, d time.Duration, unshaped []string, want string)
 // sample, during the update, after the kill or during the rerun, shows the
 // root without its default class or a packet in the direct queue.
 func TestFaultKillApplyDuringUpdate(t *testing.T) {
+	testenv.SkipShortSlow(t, "kills a writer a dozen times at timed points")
 	e := newEnv(t)
 	flows := buildFlows(nFlows)
 	build := e.file("build.yaml", flows)
@@ -160,6 +164,7 @@ func TestFaultKillApplyDuringUpdate(t *testing.T) {
 // daemon restart), converges to the tree a clean run makes; no sample
 // breaks the contract.
 func TestFaultKillWatchWriter(t *testing.T) {
+	testenv.SkipShortSlow(t, "kills a writer a dozen times at timed points")
 	e := newEnv(t)
 	flows := buildFlows(nFlows)
 	build := e.file("build.yaml", flows)

@@ -148,6 +148,16 @@ func runOut(name string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// SkipShortSlow skips, under `go test -short` (make unit), a test that
+// takes many seconds for a reason other than throughput (why); make test
+// runs it.
+func SkipShortSlow(tb testing.TB, why string) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("-short: " + why + " (run without -short: make test)")
+	}
+}
+
 // SkipShort skips a test that measures throughput through the lab under
 // `go test -short` (make unit): it takes seconds and wants a quiet host.
 func SkipShort(tb testing.TB) {
