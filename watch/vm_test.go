@@ -33,10 +33,14 @@ for i in $(seq 100); do ip link show upfgtp >/dev/null 2>&1 && break; sleep 0.1;
 ip link set upfgtp up || fail "no gtp5g device"
 ./gtpqos watch --n3 n3w --n6 n6w --link-rate 30mbit --poll 300ms --resync 2s --mark-mode auto >watch.log 2>&1 &
 W=$!
-sleep 1
+# The mode line comes once Start returned: the devices' locks are held.
+# (A fixed sleep let a second instance that started first, on a loaded
+# host, take the lock and run as the daemon, in the foreground.)
+for i in $(seq 300); do grep -q 'msg="mode: ' watch.log && break; kill -0 $W || break; sleep 0.1; done
 kill -0 $W || fail "watch exited at start"
+grep -q 'msg="mode: ' watch.log || fail "watch did not finish starting in 30 s"
 # A second instance on the same device refuses to start, in one line.
-./gtpqos watch --n3 n3w --link-rate 30mbit --metrics-addr off >second.out 2>&1
+timeout 60 ./gtpqos watch --n3 n3w --link-rate 30mbit --metrics-addr off >second.out 2>&1
 rc=$?
 [ $rc -eq 1 ] && [ "$(wc -l <second.out)" -eq 1 ] && grep -q 'already managed by another gtpqos watch' second.out ||
 	{ cat second.out; fail "second instance: exit $rc, want 1 with one line saying the device is taken"; }
