@@ -22,7 +22,7 @@ func openEDT(d Device, o Options) (shaper.Backend, error) {
 // by its mark.
 func checkEDT(_ shaper.Policy, o Options) (string, error) {
 	if o.Marks == Unmarked {
-		return "", errors.New("edt needs the patched gtp5g's marks (stock gtp5g marks no packet)")
+		return "", errors.New("edt needs the patched gtp5g's marks: this gtp5g marks no packet (stock gtp5g, or the patch in mark mode off)")
 	}
 	return "edt program by mark", nil
 }
