@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/free5gc/gtpqos/internal/probens"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/edt"
@@ -34,52 +34,22 @@ var (
 // for the kernel to load.
 func probeFq() error {
 	fqOnce.Do(func() {
-		done := make(chan error, 1)
-		go func() {
-			// The thread enters the probe's namespace and is never
-			// unlocked: Go ends it with this goroutine.
-			runtime.LockOSThread()
-			done <- probeFqInNewNetNS()
-		}()
-		fqErr = <-done
+		fqErr = probens.Run(func(h *netlink.Handle, lo netlink.Link) error {
+			q := &netlink.Fq{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: lo.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT}}
+			if err := h.QdiscAdd(q); err != nil {
+				return fmt.Errorf("edt needs the fq qdisc (sch_fq): this kernel refused one: %v", err)
+			}
+			return nil
+		})
+		var noNS *probens.Error
+		if errors.As(fqErr, &noNS) {
+			fqErr = nil
+			if !fqModuleAvailable() {
+				fqErr = errors.New("edt needs the fq qdisc (sch_fq): this kernel has none loaded, built in or installed")
+			}
+		}
 	})
 	return fqErr
-}
-
-// errNoProbeNS is the probe's "could not make a namespace to try in".
-var errNoProbeNS = errors.New("no probe namespace")
-
-func probeFqInNewNetNS() error {
-	err := tryFqInNewNetNS()
-	if !errors.Is(err, errNoProbeNS) {
-		return err
-	}
-	if fqModuleAvailable() {
-		return nil
-	}
-	return errors.New("edt needs the fq qdisc (sch_fq): this kernel has none loaded, built in or installed")
-}
-
-func tryFqInNewNetNS() error {
-	ns, err := netns.New()
-	if err != nil {
-		return errNoProbeNS
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return errNoProbeNS
-	}
-	defer h.Close()
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		return errNoProbeNS
-	}
-	q := &netlink.Fq{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: lo.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT}}
-	if err := h.QdiscAdd(q); err != nil {
-		return fmt.Errorf("edt needs the fq qdisc (sch_fq): this kernel refused one: %v", err)
-	}
-	return nil
 }
 
 // fqModuleAvailable reports whether sch_fq is loaded, built in, or

@@ -3,12 +3,11 @@ package htb
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/internal/probens"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -39,37 +38,23 @@ var (
 // probedFeatures returns the kernel's features, probing on first use.
 func probedFeatures() kernelFeatures {
 	featuresOnce.Do(func() {
-		done := make(chan kernelFeatures, 1)
-		go func() {
-			// The thread enters the probe's namespace and is never
-			// unlocked: Go ends it with this goroutine, so no other
-			// goroutine ever runs in that namespace.
-			runtime.LockOSThread()
-			done <- probeInNewNetNS()
-		}()
-		features = <-done
+		var f kernelFeatures
+		err := probens.Run(func(h *netlink.Handle, lo netlink.Link) error {
+			f = probeOn(h, lo)
+			return nil
+		})
+		if err != nil {
+			f = kernelFeatures{why: err.Error()}
+		}
+		features = f
 	})
 	return features
 }
 
-// probeInNewNetNS moves the calling (locked) thread into a fresh network
-// namespace and tries an HTB root on its loopback, a fw filter under it
-// and an fq_codel leaf, then loads the mark classifier's BPF program.
-func probeInNewNetNS() kernelFeatures {
-	ns, err := netns.New()
-	if err != nil {
-		return kernelFeatures{why: fmt.Sprintf("create a network namespace to probe in: %v", err)}
-	}
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return kernelFeatures{why: fmt.Sprintf("netlink in the probe's namespace: %v", err)}
-	}
-	defer h.Close()
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		return kernelFeatures{why: fmt.Sprintf("loopback of the probe's namespace: %v", err)}
-	}
+// probeOn tries an HTB root on the probe namespace's loopback, a fw filter
+// under it and an fq_codel leaf, then loads the mark classifier's BPF
+// program.
+func probeOn(h *netlink.Handle, lo netlink.Link) kernelFeatures {
 	root := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: lo.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
 	if err := h.QdiscAdd(root); err != nil {
 		return kernelFeatures{why: fmt.Sprintf("HTB root in the probe's namespace: %v", err)}
