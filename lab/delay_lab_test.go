@@ -1,0 +1,84 @@
+package lab_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/free5gc/gtpqos/lab"
+	"github.com/free5gc/gtpqos/lab/ab"
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/tests/testenv"
+)
+
+// TestLabDelayWithinBudget runs the seed's aware tree with A offered 10
+// Mbit/s (within its GBR: it never queues) and B and C offered 30 (B is
+// held at its 6 Mbit/s MBR) and checks B's one-way delay against its
+// delay budget: p99 at most the time B's FIFO leaf (ceil × budget bytes,
+// at least a few frames) takes to drain at B's ceil, plus the margin the
+// same run measured for the path itself (A's p99: the stand-ins'
+// forwarding on this host, at its current load) and two of B's packets.
+// B's median must reach a quarter of that drain time: B did queue, so the
+// bound is what held it. With HTB's built-in pfifo of txqueuelen (1,000)
+// packets B waits about 1.6 s.
+func TestLabDelayWithinBudget(t *testing.T) {
+	testenv.SkipShort(t)
+	l, target := labTarget(t, lab.Config{}, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin})
+	ff, err := shaper.LoadFlowsFile("../examples/seed-aware.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := ab.Arm{Name: "aware", Source: ff.Path, Flows: ff.Flows, Policy: ff.Policy,
+		Offered: map[string]float64{"A": 10e6, "B": 30e6, "C": 30e6}}
+	failed, table := delayRun(t, l, target, arm)
+	if load, busy := hostBusy(); len(failed) > 0 && busy {
+		t.Logf("%s\n%d checks failed with load average %.1f on %d cores (%s): running once more", table, len(failed), load, runtime.NumCPU(), failed[0])
+		failed, table = delayRun(t, l, target, arm)
+	}
+	t.Logf("rate scale %g\n%s", l.Scale(), table)
+	for _, f := range failed {
+		t.Error(f)
+	}
+}
+
+// delayRun runs the arm once and returns what failed and the table.
+func delayRun(t *testing.T, l *lab.Lab, target ab.Target, arm ab.Arm) ([]string, string) {
+	t.Helper()
+	res, err := ab.Run(context.Background(), target, ab.Options{Arms: []ab.Arm{arm}, Runs: 1, Duration: 8 * time.Second,
+		WindowStart: 3 * time.Second, WindowEnd: 7 * time.Second, Tolerance: 0.05, Payload: lab.DefaultPayload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	if err := ab.WriteTable(&table, res); err != nil {
+		t.Fatal(err)
+	}
+	run := res.RunList[0]
+	a, b := run.Flows[0], run.Flows[1]
+	if a.Delay == nil || b.Delay == nil {
+		t.Fatalf("no delay measured:\n%s", table.String())
+	}
+	s := l.Scale()
+	bf := arm.Flows[1]
+	ceil := uint64(float64(bf.MBR) * s)
+	budget := arm.Policy.BudgetOf(bf.QFI)
+	drain := float64(htb.QueueLimit(ceil, budget, htb.DefaultMaxFrame)) * 8 / float64(ceil) * 1e3 // ms
+	packet := float64(lab.DefaultPayload+ab.InnerUDPOverhead) * 8 / float64(ceil) * 1e3
+	bound := drain + a.Delay.P99 + 2*packet
+	var failed []string
+	if b.Delay.P99 > bound {
+		failed = append(failed, fmt.Sprintf("flow B p99 one-way delay %.1f ms above %.1f ms (leaf drain %.1f at %s for budget %v + path p99 %.2f (flow A) + 2 packets %.1f)",
+			b.Delay.P99, bound, drain, shaper.FormatRate(ceil), budget, a.Delay.P99, 2*packet))
+	}
+	if b.Delay.P50 < drain/4 {
+		failed = append(failed, fmt.Sprintf("flow B median delay %.2f ms below a quarter of its leaf's drain time %.1f ms: B did not queue", b.Delay.P50, drain))
+	}
+	if got, mbr := b.IP, float64(bf.MBR)*s/1e6; got < 0.95*mbr || got > 1.01*mbr {
+		failed = append(failed, fmt.Sprintf("flow B at %.3f Mbit/s of IP packets, want its MBR %.3f", got, mbr))
+	}
+	return failed, table.String()
+}
