@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -34,6 +35,11 @@ func (p *Policy) BudgetOf(qfi uint8) time.Duration {
 	if int(qfi) < len(p.DelayBudgets) && p.DelayBudgets[qfi] != 0 {
 		return p.DelayBudgets[qfi]
 	}
+	return p.defaultBudget()
+}
+
+// defaultBudget is the budget of a QFI without its own.
+func (p *Policy) defaultBudget() time.Duration {
 	if p.DelayBudget == 0 {
 		return DefaultDelayBudget
 	}
@@ -103,4 +109,20 @@ func (p *PolicyYAML) applyBudgets(pol *Policy) error {
 func BudgetBytes(rate uint64, budget time.Duration) uint64 {
 	b := float64(rate) / 8 * budget.Seconds()
 	return uint64(min(b, 1<<30))
+}
+
+// DescribeBudgets says in one line what each flow's queue may hold:
+// "delay budget 20ms (qfi 1: 10ms, qfi 5: 1ms)".
+func (p *Policy) DescribeBudgets() string {
+	var own []string
+	for qfi, d := range p.DelayBudgets {
+		if d != 0 {
+			own = append(own, fmt.Sprintf("qfi %d: %v", qfi, d))
+		}
+	}
+	s := fmt.Sprintf("delay budget %v", p.defaultBudget())
+	if len(own) > 0 {
+		s += " (" + strings.Join(own, ", ") + ")"
+	}
+	return s
 }

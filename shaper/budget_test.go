@@ -19,6 +19,9 @@ func TestPolicyDelayBudgets(t *testing.T) {
 			t.Errorf("qfi %d: budget %v, want %v", qfi, got, want)
 		}
 	}
+	if got := p.DescribeBudgets(); got != "delay budget 30ms (qfi 1: 10ms, qfi 5: 1ms)" {
+		t.Errorf("described as %q", got)
+	}
 	if d := DefaultPolicy(1e6); d.BudgetOf(3) != DefaultDelayBudget {
 		t.Errorf("default policy: budget %v, want %v", d.BudgetOf(3), DefaultDelayBudget)
 	}
