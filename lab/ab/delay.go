@@ -82,4 +82,6 @@ func meanDelay(runs []*DelayStats) *DelayStats {
 }
 
 // windowSeconds is the analysis window in whole seconds.
-func windowSeconds(o *Options) (int, int) { return int(o.WindowStart / time.Second), int(o.WindowEnd / time.Second) }
+func windowSeconds(o *Options) (int, int) {
+	return int(o.WindowStart / time.Second), int(o.WindowEnd / time.Second)
+}
