@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/free5gc/gtpqos/lab"
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // Delay statistics over the window: nearest-rank percentiles of the
@@ -69,5 +72,24 @@ func TestDelayOutputs(t *testing.T) {
 	_ = WriteTable(&b, res)
 	if strings.Contains(b.String(), "one-way delay") {
 		t.Errorf("table shows delay that was not measured:\n%s", b.String())
+	}
+}
+
+// The lab demo reproduces the seed's rates: its arms get the rate
+// experiments' budget; arms given by name keep their files' budget.
+func TestDemoArmsGetTheRateBudget(t *testing.T) {
+	t.Chdir("../..") // the demo's arms are relative to the repository root
+	s := Spec{Lab: true, Demo: true, Payload: 1200, Traffic: lab.TrafficBuiltin}
+	o, err := s.Options(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range o.Arms {
+		if a.Policy.DelayBudget != RateBudget {
+			t.Errorf("demo arm %s: budget %v, want %v", a.Name, a.Policy.DelayBudget, RateBudget)
+		}
+	}
+	if o, err = s.Options([]string{"examples/seed-aware.yaml"}); err != nil || o.Arms[0].Policy.DelayBudget != shaper.DefaultDelayBudget {
+		t.Errorf("an arm given by name: %v, budget %v; want the default", err, o.Arms[0].Policy.DelayBudget)
 	}
 }
