@@ -16,15 +16,17 @@ import (
 )
 
 // TestLabDelayWithinBudget runs the seed's aware tree with A offered 10
-// Mbit/s (within its GBR: it never queues) and B and C offered 30 (B is
-// held at its 6 Mbit/s MBR) and checks B's one-way delay against its
-// delay budget: p99 at most the time B's FIFO leaf (ceil × budget bytes,
-// at least a few frames) takes to drain at B's ceil, plus the margin the
-// same run measured for the path itself (A's p99: the stand-ins'
-// forwarding on this host, at its current load) and two of B's packets.
-// B's median must reach a quarter of that drain time: B did queue, so the
-// bound is what held it. With HTB's built-in pfifo of txqueuelen (1,000)
-// packets B waits about 1.6 s.
+// Mbit/s (within its GBR: it never queues, so its delay is the path's own:
+// the stand-ins' forwarding on this host at its current load) and B and C
+// offered 30 (B is held at its 6 Mbit/s MBR: its class drops) and checks
+// B's one-way delay against its delay budget. B's leaf (ceil × budget
+// bytes, at least a few frames) drains in `drain` at B's ceil, so B's
+// median is at most drain + A's median and its p99 at most drain + A's
+// worst (a stall of the stand-ins delays every flow's packets, but a
+// flow's percentiles count them differently) + two of B's packets each.
+// B's median must reach a quarter of drain: B did queue, so the bound is
+// what held it. With HTB's built-in pfifo of txqueuelen (1,000) packets B
+// waits about 1.6 s.
 func TestLabDelayWithinBudget(t *testing.T) {
 	testenv.SkipShort(t)
 	l, target := labTarget(t, lab.Config{}, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin})
@@ -68,17 +70,20 @@ func delayRun(t *testing.T, l *lab.Lab, target ab.Target, arm ab.Arm) ([]string,
 	budget := arm.Policy.BudgetOf(bf.QFI)
 	drain := float64(htb.QueueLimit(ceil, budget, htb.DefaultMaxFrame)) * 8 / float64(ceil) * 1e3 // ms
 	packet := float64(lab.DefaultPayload+ab.InnerUDPOverhead) * 8 / float64(ceil) * 1e3
-	bound := drain + a.Delay.P99 + 2*packet
 	var failed []string
-	if b.Delay.P99 > bound {
-		failed = append(failed, fmt.Sprintf("flow B p99 one-way delay %.1f ms above %.1f ms (leaf drain %.1f at %s for budget %v + path p99 %.2f (flow A) + 2 packets %.1f)",
-			b.Delay.P99, bound, drain, shaper.FormatRate(ceil), budget, a.Delay.P99, 2*packet))
+	if bound := drain + a.Delay.P50 + 2*packet; b.Delay.P50 > bound {
+		failed = append(failed, fmt.Sprintf("flow B median one-way delay %.1f ms above %.1f ms (leaf drain %.1f at %s for budget %v + path median %.2f (flow A) + 2 packets %.1f)",
+			b.Delay.P50, bound, drain, shaper.FormatRate(ceil), budget, a.Delay.P50, 2*packet))
+	}
+	if bound := drain + a.Delay.Max + 2*packet; b.Delay.P99 > bound {
+		failed = append(failed, fmt.Sprintf("flow B p99 one-way delay %.1f ms above %.1f ms (leaf drain %.1f + path max %.2f (flow A) + 2 packets %.1f)",
+			b.Delay.P99, bound, drain, a.Delay.Max, 2*packet))
 	}
 	if b.Delay.P50 < drain/4 {
 		failed = append(failed, fmt.Sprintf("flow B median delay %.2f ms below a quarter of its leaf's drain time %.1f ms: B did not queue", b.Delay.P50, drain))
 	}
-	if got, mbr := b.IP, float64(bf.MBR)*s/1e6; got < 0.95*mbr || got > 1.01*mbr {
-		failed = append(failed, fmt.Sprintf("flow B at %.3f Mbit/s of IP packets, want its MBR %.3f", got, mbr))
+	if b.Drops == 0 {
+		failed = append(failed, "flow B's class dropped nothing: offered 5 × its MBR, it was not held at its MBR")
 	}
 	return failed, table.String()
 }
