@@ -126,3 +126,13 @@ func (p *Policy) DescribeBudgets() string {
 	}
 	return s
 }
+
+// MaxBudget is the largest budget any flow under p can have (the default
+// or a QFI's own): what a queue shared by flows of every QFI must hold.
+func (p *Policy) MaxBudget() time.Duration {
+	m := p.defaultBudget()
+	for _, d := range p.DelayBudgets {
+		m = max(m, d)
+	}
+	return m
+}

@@ -22,6 +22,13 @@ func TestPolicyDelayBudgets(t *testing.T) {
 	if got := p.DescribeBudgets(); got != "delay budget 30ms (qfi 1: 10ms, qfi 5: 1ms)" {
 		t.Errorf("described as %q", got)
 	}
+	if p.MaxBudget() != 30*time.Millisecond {
+		t.Errorf("largest budget %v, want the default 30ms", p.MaxBudget())
+	}
+	p.DelayBudgets[7] = time.Second
+	if p.MaxBudget() != time.Second {
+		t.Errorf("largest budget %v, want qfi 7's 1s", p.MaxBudget())
+	}
 	if d := DefaultPolicy(1e6); d.BudgetOf(3) != DefaultDelayBudget {
 		t.Errorf("default policy: budget %v, want %v", d.BudgetOf(3), DefaultDelayBudget)
 	}
