@@ -19,9 +19,9 @@ type Config struct {
 	NoMarks bool
 	// RateScale multiplies offered rates (0 = read GTPQOS_LAB_RATE_SCALE).
 	RateScale float64
-	// N3QueueLen, when set, is the N3 device's txqueuelen, which is the
-	// packet limit of HTB's built-in FIFO leaves (default 1000). A shorter
-	// queue reaches its steady state (drops at an MBR) sooner at low rates.
+	// N3QueueLen, when set, is the N3 device's txqueuelen (default 1000):
+	// the packet limit of HTB's direct queue and of its built-in pfifo,
+	// which only a leaf without a budget-sized FIFO uses (a spare class).
 	N3QueueLen int
 }
 

@@ -72,6 +72,9 @@ type Interval struct {
 	Mbps float64 `json:"mbps"`
 	// Lost is the number of UDP datagrams lost in the interval (-1 unknown).
 	Lost int64 `json:"lost"`
+	// Reordered is the number of UDP datagrams that arrived in the
+	// interval after one sent later (built-in UDP traffic).
+	Reordered int64 `json:"reordered"`
 }
 
 // FlowTraffic is one flow's result.
@@ -85,6 +88,10 @@ type FlowTraffic struct {
 	Received uint64 `json:"received"`
 	// Retransmits is TCP's total retransmitted segments (sender side).
 	Retransmits uint64 `json:"retransmits"`
+	// DelayMs holds the one-way delays in ms of the packets sent in each
+	// second of the run, in arrival order (built-in UDP traffic; nil
+	// otherwise).
+	DelayMs [][]float32 `json:"-"`
 }
 
 // Run drives one run of traffic through the lab and returns per-flow

@@ -65,7 +65,9 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
-			out[i].Received = receiveUDP(rx[i], out[i].Intervals, start, rxDone, runID)
+			rec := newDelayRecorder(start, nsec)
+			out[i].Received = receiveUDP(rx[i], out[i].Intervals, rec, start, rxDone, runID)
+			out[i].DelayMs = rec.ms
 		}()
 	}
 	wg.Wait()
@@ -111,8 +113,9 @@ func (l *Lab) udpSockets() (rx, tx []*net.UDPConn, err error) {
 // Built-in UDP payload layout: bytes 0..7 sequence number, 8..15 the gNB's
 // N3 receive time (written by the gNB; zero when sent), 16..19 the run id
 // (so a receiver ignores late packets of an earlier run still queued in a
-// leaf), then zeros.
-const udpHeaderLen = 20
+// leaf), 20..27 the send time (CLOCK_MONOTONIC ns, for one-way delay),
+// then zeros.
+const udpHeaderLen = 28
 
 // paceUDP sends sequence-numbered datagrams of size payload at rate bit/s
 // from start until ctx ends; it returns the number sent.
@@ -129,6 +132,7 @@ func paceUDP(ctx context.Context, c *net.UDPConn, dst netip.AddrPort, payload in
 		due := uint64(time.Since(start)/perPkt) + 1
 		for seq < due && ctx.Err() == nil {
 			binary.BigEndian.PutUint64(buf, seq)
+			stampSend(buf)
 			if _, err := c.WriteToUDPAddrPort(buf, dst); err != nil {
 				return seq, fmt.Errorf("udp sender to %v: %w", dst, err)
 			}
@@ -148,12 +152,13 @@ func newIntervals(n int) []Interval {
 }
 
 // receiveUDP counts payload per second and per-second loss from sequence
-// gaps, until done is closed and the socket's deadline fires. Packets are
+// gaps, and records each packet's one-way delay and order in rec, until
+// done is closed and the socket's deadline fires. Packets are
 // placed in seconds by the time they left N3 (the gNB's kernel receive
 // time, which it writes into payload bytes 8..15), else by their kernel
 // receive time here (SO_TIMESTAMPNS): a stand-in or receiver goroutine that
 // is scheduled late does not move bytes between seconds.
-func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan struct{}, runID uint32) uint64 {
+func receiveUDP(c *net.UDPConn, iv []Interval, rec *delayRecorder, start time.Time, done <-chan struct{}, runID uint32) uint64 {
 	buf := make([]byte, 65536)
 	oob := make([]byte, 128)
 	var got uint64
@@ -176,12 +181,20 @@ func receiveUDP(c *net.UDPConn, iv []Interval, start time.Time, done <-chan stru
 			continue // not ours, or from an earlier run
 		}
 		got++
+		seq := binary.BigEndian.Uint64(buf)
+		rxMono := monoNow()
+		if ts, ok := rxTimestamp(oob[:oobn]); ok {
+			rxMono = monoOf(ts)
+		}
+		reordered := rec.add(seq, sentAt(buf), rxMono)
 		at := receivedAt(buf, oob[:oobn], start, len(iv))
 		s := int(at.Sub(start) / time.Second)
 		if at.Before(start) || s >= len(iv) {
 			continue
 		}
-		seq := binary.BigEndian.Uint64(buf)
+		if reordered {
+			iv[s].Reordered++
+		}
 		iv[s].Bytes += uint64(n)
 		if seq >= next {
 			iv[s].Lost += int64(seq - next)

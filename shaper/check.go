@@ -71,6 +71,9 @@ func CheckPolicy(pol Policy) (out Policy, ps []Problem, ok bool) {
 		p.report(Error, BadPolicy, nil, "overhead", "overhead %d bytes above %d", pol.Overhead.Bytes, MaxOverhead)
 		ok = false
 	}
+	if !p.checkBudgets(&pol) {
+		ok = false
+	}
 	return pol, p, ok
 }
 

@@ -98,6 +98,10 @@ type PolicyYAML struct {
 	Admission   string `yaml:"admission"`
 	Accounting  string `yaml:"accounting"`
 	Overhead    string `yaml:"overhead"`
+	// DelayBudget is every flow's delay budget ("20ms"); DelayBudgets the
+	// QFIs' own, QFI -> duration.
+	DelayBudget  string            `yaml:"delay_budget"`
+	DelayBudgets map[string]string `yaml:"delay_budgets"`
 	// HTB holds the HTB backend's knobs (package shaper/htb, Knobs).
 	HTB Knobs `yaml:"htb"`
 	// The HTB knobs as the top-level keys policies gave them before each
@@ -276,7 +280,7 @@ func (p *PolicyYAML) Apply(pol *Policy) error {
 	if p.Backend != "" {
 		pol.Backend = p.Backend
 	}
-	for _, step := range []func(*Policy) error{p.applyKinds, p.applyRates, p.applyKnobs} {
+	for _, step := range []func(*Policy) error{p.applyKinds, p.applyRates, p.applyBudgets, p.applyKnobs} {
 		if err := step(pol); err != nil {
 			return err
 		}

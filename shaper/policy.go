@@ -1,6 +1,9 @@
 package shaper
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Mode selects how flow classes get their rates.
 type Mode uint8
@@ -110,6 +113,12 @@ type Policy struct {
 	// carries besides the user's packet: auto (the backend derives it from
 	// the device and the direction) or fixed.
 	Overhead Overhead
+	// DelayBudget is how long a flow's packet may wait in the shaper's
+	// queue (default 20 ms): HTB sizes a FIFO leaf to its class's ceil ×
+	// budget, edt drops a packet due further ahead. DelayBudgets are the
+	// QFIs' own budgets (0: this default); BudgetOf picks a flow's.
+	DelayBudget  time.Duration
+	DelayBudgets QFIBudgets
 	// BackendKnobs are each backend's own settings (an HTB class's burst
 	// and quantum, its classifier and leaf qdisc, ...), by backend name,
 	// uninterpreted here: the backend decodes them from the policy file's
@@ -135,7 +144,8 @@ const (
 // DefaultPolicy returns the default policy for a link of linkRate bit/s:
 // aware mode, non-GBR minimum 1 Mbit/s, admission Refuse, static
 // rate/ceil 10/30 Mbit/s, packet accounting with the overhead derived
-// from the device, and no backend knobs (each backend's defaults).
+// from the device, a 20 ms delay budget for every QFI, and no backend
+// knobs (each backend's defaults).
 func DefaultPolicy(linkRate uint64) Policy {
 	return Policy{
 		LinkRate:    linkRate,
@@ -146,5 +156,6 @@ func DefaultPolicy(linkRate uint64) Policy {
 		DefaultRate: DefaultNonGBRMin,
 		Admission:   Refuse,
 		Accounting:  AccountPacket,
+		DelayBudget: DefaultDelayBudget,
 	}
 }

@@ -55,7 +55,7 @@ func (f *abFlags) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("ab", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.Lab, "lab", false, "run in a network-namespace lab (user-space UPF and gNB, built-in traffic)")
-	fs.BoolVar(&f.Demo, "demo", false, "the seed's arms (examples/seed-static.yaml, seed-aware.yaml), 2 runs of 20 s, window 5-15")
+	fs.BoolVar(&f.Demo, "demo", false, "the seed's arms (examples/seed-static.yaml, seed-aware.yaml), 2 runs of 20 s, window 5-15; in the lab with a 500 ms delay budget (a rate experiment)")
 	fs.BoolVar(&f.TCP, "tcp", false, "TCP instead of UDP (lab; same contracts)")
 	fs.BoolVar(&f.NoMarks, "no-marks", false, "lab: send every flow with mark 0 (stock gtp5g) and classify by (TEID, QFI) from the GTP-U header")
 	fs.IntVar(&f.Runs, "runs", 0, "runs per arm (default 2 with --demo, else 3)")

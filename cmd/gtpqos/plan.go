@@ -106,6 +106,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "# %s: %d flows, link %s, mode %s, admission %s, classifier %s\n",
 		ff.Path, len(ff.Flows), shaper.FormatRate(ff.Policy.LinkRate), ff.Policy.Mode, ff.Policy.Admission, p.Binding)
 	fmt.Fprintf(stdout, "# %s\n", p.Accounting)
+	fmt.Fprintf(stdout, "# %s: how long a flow's packet may wait in the shaper's queue\n", ff.Policy.DescribeBudgets())
 	fmt.Fprint(stdout, p.Render(*dev))
 	for _, pr := range p.Problems {
 		fmt.Fprintf(stdout, "# problem: %s\n", pr)

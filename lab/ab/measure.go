@@ -111,11 +111,12 @@ func measure(run *RunResult, o *Options, arm Arm, rep shaper.Report, scale float
 	}
 }
 
-// receiverRates fills a flow's goodput, user-packet rate and loss over the
-// window from what its receiver measured.
+// receiverRates fills a flow's goodput, user-packet rate, loss and delay
+// over the window from what its receiver measured.
 func receiverRates(fr *FlowRun, o *Options, tf FlowTraffic) {
-	w0, w1 := int(o.WindowStart/time.Second), int(o.WindowEnd/time.Second)
+	w0, w1 := windowSeconds(o)
 	fr.Series = tf.Mbps
+	fr.Delay = delayStats(tf.DelayMs, tf.Reordered, w0, w1)
 	fr.Retransmits = tf.Retransmits
 	var sum float64
 	var lost int64

@@ -38,9 +38,11 @@ func Summarise(res *Results, arms []Arm, scale float64) []ArmSummary {
 			f0 := runs[0].Flows[i]
 			fs := FlowSummary{Name: f0.Name, GBR: f0.GBR, MBR: f0.MBR, HasGBR: f0.GBR > 0, HasMBR: hasMBR(f0.MBR, as.LinkRate)}
 			var gp, ip, outer, rt []float64
+			var delays []*DelayStats
 			maxLen := 0
 			for _, r := range runs {
 				f := r.Flows[i]
+				delays = append(delays, f.Delay)
 				gp = append(gp, f.Goodput)
 				ip = append(ip, f.IP)
 				outer = append(outer, f.Outer)
@@ -55,6 +57,7 @@ func Summarise(res *Results, arms []Arm, scale float64) []ArmSummary {
 			}
 			fs.Goodput, fs.IP, fs.Outer = MeanCI(gp), MeanCI(ip), MeanCI(outer)
 			fs.Retransmits = MeanCI(rt).Mean
+			fs.Delay = meanDelay(delays)
 			if n := len(runs[0].Flows); as.Aggregate.Mean > 0 {
 				fs.Share = fs.Goodput.Mean / (as.Aggregate.Mean / float64(n))
 			}

@@ -63,11 +63,18 @@ const (
 	GBRScenarioGBR = 6e6
 )
 
-// SweepQueueLen is the N3 txqueuelen (the FIFO leaves' packet limit) of a
-// sweep's lab: the MBR scenario's leaf fills and starts dropping within a
-// few seconds even for 1428-byte packets at a tenth of the rates, while it
-// still holds a third of a second of 92-byte packets.
+// SweepQueueLen is the N3 txqueuelen of a sweep's lab (HTB's built-in
+// pfifo's packet limit, and its direct queue's); the FIFO leaves the
+// sweep's trees get are sized by RateBudget.
 const SweepQueueLen = 300
+
+// RateBudget is the delay budget of the lab's rate experiments (the
+// sweep's scenarios, the seed's rate tests): a FIFO leaf holding half a
+// second keeps the link busy through a stall of the user-space UPF
+// stand-in on a loaded host, so a rate is measured rather than a stall,
+// and the MBR scenario's leaf, offered twice its MBR, still fills and
+// drops within the first half second at every packet size.
+const RateBudget = 500 * time.Millisecond
 
 // Scenarios are the sweep's contract tests.
 var Scenarios = []Scenario{
@@ -214,7 +221,7 @@ func sweepOne(ctx context.Context, t *LabTarget, o *SweepOptions, sc Scenario, p
 	var out []SweepRun
 	for _, u := range units {
 		pol := shaper.DefaultPolicy(sc.Link)
-		pol.Accounting = u
+		pol.Accounting, pol.DelayBudget = u, RateBudget
 		arm := Arm{Name: u.String(), Source: "scenario " + sc.Name, Flows: sc.Flows, Policy: pol, Offered: sc.Offered}
 		if err := t.Reset(ctx); err != nil {
 			return out, err

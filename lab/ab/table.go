@@ -119,7 +119,7 @@ func WriteTable(w io.Writer, res *Results) error {
 		}
 		fmt.Fprintf(w, "compliance (±%g%%): %s\n", 100*res.Tolerance, strings.Join(parts, ", "))
 	}
-	return nil
+	return writeDelayTable(w, res)
 }
 
 // accountingLine says which bytes each arm's classes counted, in one line

@@ -37,4 +37,9 @@ type FlowTraffic struct {
 	Lost []int64
 	// Retransmits is TCP's retransmitted segments.
 	Retransmits uint64
+	// DelayMs are the one-way delays in ms of the packets sent in each
+	// second, in arrival order, and Reordered the packets per second that
+	// arrived after one sent later (nil: not measured).
+	DelayMs   [][]float32
+	Reordered []int64
 }

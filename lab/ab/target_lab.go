@@ -180,10 +180,11 @@ func (t *LabTarget) Traffic(ctx context.Context, arm Arm, start time.Time, d tim
 	}
 	out := map[string]FlowTraffic{}
 	for _, f := range res {
-		ft := FlowTraffic{Retransmits: f.Retransmits}
+		ft := FlowTraffic{Retransmits: f.Retransmits, DelayMs: f.DelayMs}
 		for _, iv := range f.Intervals {
 			ft.Mbps = append(ft.Mbps, iv.Mbps)
 			ft.Lost = append(ft.Lost, iv.Lost)
+			ft.Reordered = append(ft.Reordered, iv.Reordered)
 		}
 		out[f.Name] = ft
 	}

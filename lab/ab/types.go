@@ -91,6 +91,9 @@ type FlowRun struct {
 	Retransmits uint64 `json:"retransmits"`
 	// Series is the per-second receiver goodput over the whole run.
 	Series []float64 `json:"series_mbps"`
+	// Delay is the one-way delay of the packets sent in the window (lab,
+	// built-in UDP; nil otherwise).
+	Delay *DelayStats `json:"delay,omitempty"`
 	// GBRPass and MBRPass are the compliance verdicts (true when the flow
 	// has no GBR or no MBR below the link).
 	GBRPass bool `json:"gbr_pass"`
@@ -147,6 +150,9 @@ type FlowSummary struct {
 	Series []Estimate `json:"series"`
 	// Retransmits is the mean TCP retransmits per run.
 	Retransmits float64 `json:"retransmits"`
+	// Delay is the mean over runs of each delay statistic (nil: not
+	// measured).
+	Delay *DelayStats `json:"delay,omitempty"`
 }
 
 // ArmSummary is one arm across runs.

@@ -3,7 +3,6 @@ package edtbackend
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/edt"
@@ -25,11 +24,6 @@ const (
 	MinorGuaranteed uint16 = 0x10
 	MinorNonGBR     uint16 = 0x11
 )
-
-// DelayBudget is how far ahead of now a flow's packet may be scheduled: a
-// packet that would leave later is dropped (the program's horizon). It
-// bounds the queue a sender above its MBR builds.
-const DelayBudget = 100 * time.Millisecond
 
 // ClassID is the full id of the tree's class minor (what skb->priority
 // holds).
@@ -85,7 +79,10 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 	var gbrSum uint64
 	for i, f := range ad.Flows {
 		_, mbr := pol.FlowRates(f, 0)
-		s := edt.FlowSpec{Marks: []uint32{f.Mark}, MBR: mbr, DelayBudget: DelayBudget, Class: ClassID(MinorNonGBR)}
+		// The horizon is the flow's delay budget: a packet that would leave
+		// later is dropped, which bounds the queue a sender above its MBR
+		// builds.
+		s := edt.FlowSpec{Marks: []uint32{f.Mark}, MBR: mbr, DelayBudget: pol.BudgetOf(f.QFI), Class: ClassID(MinorNonGBR)}
 		if pol.Mode == shaper.Aware && f.GBR > 0 {
 			s.GBR, s.GBRClass = f.GBR, ClassID(MinorGuaranteed)
 			gbrSum += f.GBR

@@ -1,6 +1,10 @@
 package htb
 
-import "github.com/free5gc/gtpqos/shaper"
+import (
+	"time"
+
+	"github.com/free5gc/gtpqos/shaper"
+)
 
 // build makes the tree from the admitted flows and the assigned minors.
 func (p *planner) build() *Tree {
@@ -15,6 +19,7 @@ func (p *planner) build() *Tree {
 	lc.Overhead = t.Overhead
 	dc := base
 	dc.Minor, dc.Parent, dc.Role, dc.Rate, dc.Ceil, dc.Prio = DefaultMinor, LinkMinor, shaper.RoleDefault, min(pol.DefaultRate, link), link, 7
+	dc.sizeQueue(pol, pol.DelayBudget)
 	t.Classes = append(t.Classes, lc, dc)
 	share := shaper.LinkShare{Default: dc.Rate}
 	sessionRate := make([]uint64, len(p.adm.Sessions))
@@ -32,6 +37,7 @@ func (p *planner) build() *Tree {
 			ambr = p.adm.Sessions[s].AMBR
 		}
 		fc.Rate, fc.Ceil = pol.FlowRates(f, ambr)
+		fc.sizeQueue(pol, pol.BudgetOf(f.QFI))
 		if s >= 0 {
 			sessionRate[s] += fc.Rate
 		} else {
@@ -67,4 +73,9 @@ func planHeader(pol Policy) *Tree {
 		Accounting: pol.Accounting}
 	t.Overhead, _ = pol.ResolveOverhead(shaper.Downlink, shaper.DefaultEncap)
 	return t
+}
+
+// sizeQueue sets a leaf class's delay budget and its FIFO leaf's limit.
+func (c *Class) sizeQueue(pol Policy, budget time.Duration) {
+	c.Budget, c.QueueLimit = budget, QueueLimit(c.Ceil, budget, pol.MaxFrame)
 }

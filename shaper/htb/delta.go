@@ -76,6 +76,10 @@ func (w *deltaWriter) write(ctx context.Context, d *delta) error {
 		}
 		w.st.written(hc, over)
 		w.res.Changed = append(w.res.Changed, c.Minor)
+		// A new ceil or budget resizes a FIFO leaf.
+		if err := w.leaf(c); err != nil {
+			return err
+		}
 	}
 	return w.patch(ctx, nil, d.bind)
 }
@@ -92,15 +96,18 @@ func (w *deltaWriter) create(ctx context.Context, c Class) error {
 	w.st.written(hc, over)
 	delete(w.st.byParent, w.t.ClassID(c.Parent))
 	w.res.Created = append(w.res.Created, c.Minor)
-	if !c.IsLeaf() {
-		return nil
-	}
+	return w.leaf(c)
+}
+
+// leaf writes leaf class c's leaf qdisc where the remembered one is not
+// what c asks for.
+func (w *deltaWriter) leaf(c Class) error {
 	lf, ok := leaves[w.st.leaf]
-	if !ok {
+	if !ok || !c.IsLeaf() || lf.matches(w.st.link, w.t, c, w.st.byParent[w.t.ClassID(c.Minor)]) {
 		return nil
 	}
-	if q := lf.want(w.st.link, w.t, c.Minor); q != nil {
-		if err := w.r.do(func() error { return w.r.h.QdiscReplace(q) }); err != nil {
+	if q := lf.want(w.st.link, w.t, c); q != nil {
+		if err := w.r.do(func() error { return w.r.replaceLeaf(w.st.link, q) }); err != nil {
 			return fmt.Errorf("dev %s: leaf %s under class %s: %w", w.r.dev, w.st.leaf, w.t.Handle(c.Minor), err)
 		}
 		w.st.byParent[w.t.ClassID(c.Minor)] = asKernel(w.t, q)

@@ -42,6 +42,7 @@ func (s *planState) flowClass(g shaper.Flow, minor, parent uint16, ambr uint64) 
 	c.Flow, c.Name, c.Direction, c.Mark, c.TEID, c.QFI = g.ID, g.Name, g.Direction, g.Mark, g.TEID, g.QFI
 	c.GBR, c.MBR, c.SEID = g.GBR, g.MBR, g.ID.SEID
 	c.Rate, c.Ceil = s.pol.FlowRates(g, ambr)
+	c.sizeQueue(s.pol, s.pol.BudgetOf(g.QFI))
 	return c
 }
 

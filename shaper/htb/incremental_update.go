@@ -281,10 +281,11 @@ func (u *update) written(c, old Class, reused bool) {
 	}
 }
 
-// sameClass compares what the kernel holds of two classes.
+// sameClass compares what the kernel holds of two classes (and of their
+// FIFO leaves).
 func sameClass(a, b Class) bool {
 	return a.Parent == b.Parent && a.Rate == b.Rate && a.Ceil == b.Ceil && a.Burst == b.Burst && a.CBurst == b.CBurst &&
-		a.Quantum == b.Quantum && a.Prio == b.Prio
+		a.Quantum == b.Quantum && a.Prio == b.Prio && a.QueueLimit == b.QueueLimit
 }
 
 func (u *update) bind(c Class) {

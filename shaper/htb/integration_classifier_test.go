@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,9 +72,13 @@ func TestIntegrationLeaves(t *testing.T) {
 		if !strings.Contains(res.String(), "fq_codel not available") {
 			t.Errorf("FIFO fallback not reported: %s", res)
 		}
-		// HTB's built-in pfifo leaves have no handle: tc lists only the root.
-		if q := strings.TrimSpace(l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev)); strings.Count(q, "\n") != 0 || !strings.Contains(q, "htb 6771:") {
-			t.Errorf("want only the root qdisc (built-in FIFO leaves):\n%s", q)
+		// Each leaf class has a bfifo of its ceil × delay budget, in bytes.
+		q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev)
+		for _, c := range tree.Classes {
+			want := fmt.Sprintf("bfifo %x: parent %s limit %db", c.Minor, tree.Handle(c.Minor), c.QueueLimit)
+			if c.QueueLimit != 0 && !strings.Contains(q, want) {
+				t.Errorf("want %q:\n%s", want, q)
+			}
 		}
 		t.Skip("kernel lacks fq_codel: FIFO fallback checked, fq_codel switch skipped")
 	}

@@ -117,7 +117,7 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 			l.ns.Run(t, "tc", append(args[:1:1], append([]string{args[1], "dev", l.dev}, args[2:]...)...)...)
 		}
 	}
-	leafDrift := tc("qdisc", "add", "parent", "6771:10", "handle", "10:", "pfifo", "limit", "5")
+	leafDrift := tc("qdisc", "replace", "parent", "6771:10", "handle", "10:", "bfifo", "limit", "5000")
 	if fqCodel {
 		leafDrift = func(t *testing.T) {
 			l.ns.Run(t, "tc", "qdisc", "del", "dev", l.dev, "parent", "6771:10")

@@ -408,12 +408,9 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 
 	plus := append(append([]shaper.Flow(nil), base...), scaleFlows(20_001, 1)...)
 	t2, res := applyScale(t, rec, plus, prev)
-	// One class, its classifier entry, and its fq_codel leaf where the
-	// kernel has fq_codel (FIFO leaves are HTB's own).
-	wantWrites, wantLeaves := 2, 0
-	if res.LeafKind == LeafFQCodel {
-		wantWrites, wantLeaves = 3, 1
-	}
+	// One class, its classifier entry, and its leaf (fq_codel, or the
+	// bfifo sized by its budget).
+	wantWrites, wantLeaves := 3, 1
 	if len(res.Created) != 1 || len(res.Changed) != 0 || len(res.Deleted) != 0 || res.Classifier.Added != 1 ||
 		len(res.Leaves) != wantLeaves || res.Writes != wantWrites {
 		t.Errorf("add one at %d: %s; want 1 class + 1 classifier entry (+ leaf), %d writes", n, res.Summary(), wantWrites)

@@ -58,7 +58,8 @@ func TestIntegrationBackendUpdate(t *testing.T) {
 		maxWrite int
 	}{
 		{"add a flow", 5, []shaper.Flow{updateFlow(5, 1, 1, 0), updateFlow(5, 2, 2, 0)}, 3},
-		{"change a rate", 5, []shaper.Flow{updateFlow(5, 1, 3, 0), updateFlow(5, 2, 2, 0)}, 1},
+		// The class, and its FIFO leaf where a new ceil resizes it.
+		{"change a rate", 5, []shaper.Flow{updateFlow(5, 1, 3, 0), updateFlow(5, 2, 2, 0)}, 2},
 		// The session class and two flow classes created (with their
 		// leaf qdiscs where the leaf is fq_codel), the flow's old class
 		// deleted, its entry unbound, two entries bound.

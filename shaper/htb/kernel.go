@@ -59,6 +59,9 @@ func (r *Reconciler) readRoot(link netlink.Link) (rootState, error) {
 		}
 		st.byParent[a.Parent] = q
 	}
+	if err := r.readFifoLimits(link, st.byParent); err != nil {
+		return st, err
+	}
 	if h, ok := st.root.(*netlink.Htb); ok && h.Handle == rootHandle() {
 		st.owned = true
 		if st.stab, err = r.readStab(link); err != nil {

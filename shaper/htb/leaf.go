@@ -10,23 +10,23 @@ import (
 // leaf is one kind of qdisc under the leaf classes (flows and default).
 // A new kind is one more implementation and one more entry in leaves.
 type leaf interface {
-	// want returns the qdisc to install under class minor, or nil for
-	// HTB's built-in pfifo (nothing to create).
-	want(link netlink.Link, t *Tree, minor uint16) netlink.Qdisc
+	// want returns the qdisc to install under class c, or nil for HTB's
+	// built-in pfifo (nothing to create).
+	want(link netlink.Link, t *Tree, c Class) netlink.Qdisc
 	// matches reports whether q (nil: none, HTB's built-in pfifo) is the
-	// leaf t asks for under class minor on link, with every parameter the
+	// leaf t asks for under class c on link, with every parameter the
 	// kernel reports: a qdisc of the right kind with other parameters is
 	// drift too (everything under the root is gtpqos's).
-	matches(link netlink.Link, t *Tree, minor uint16, q netlink.Qdisc) bool
+	matches(link netlink.Link, t *Tree, c Class, q netlink.Qdisc) bool
 	// inPlace reports whether replacing q with want's qdisc repairs it; if
 	// not (a parameter the kernel cannot change, or netlink cannot send),
 	// q is deleted first.
-	inPlace(t *Tree, minor uint16, q netlink.Qdisc) bool
+	inPlace(t *Tree, c Class, q netlink.Qdisc) bool
 	// read returns the leaf spec a qdisc read from the kernel stands for,
 	// or false if q is not of this kind.
 	read(q netlink.Qdisc) (LeafSpec, bool)
 	// render is the tc command that creates it ("" for none).
-	render(dev string, t *Tree, minor uint16) string
+	render(dev string, t *Tree, c Class) string
 }
 
 // leaves are the leaf kinds the HTB backend can install.
@@ -46,8 +46,8 @@ const (
 	fqCodelTargetUs    = 5000
 )
 
-func (fqCodelLeaf) want(link netlink.Link, t *Tree, minor uint16) netlink.Qdisc {
-	q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Parent: t.ClassID(minor), Handle: netlink.MakeHandle(minor, 0)})
+func (fqCodelLeaf) want(link netlink.Link, t *Tree, c Class) netlink.Qdisc {
+	q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Parent: t.ClassID(c.Minor), Handle: netlink.MakeHandle(c.Minor, 0)})
 	q.Limit = t.Leaf.Limit
 	q.Interval = t.Leaf.IntervalUs
 	q.DropBatchSize, q.MemoryLimit = fqCodelDropBatch, fqCodelMemoryLimit
@@ -66,9 +66,9 @@ func fqCodelQuantum(link netlink.Link) uint32 {
 	return 0
 }
 
-func (l fqCodelLeaf) matches(link netlink.Link, t *Tree, minor uint16, q netlink.Qdisc) bool {
+func (l fqCodelLeaf) matches(link netlink.Link, t *Tree, c Class, q netlink.Qdisc) bool {
 	fq, ok := q.(*netlink.FqCodel)
-	if !ok || fq.Handle != netlink.MakeHandle(minor, 0) || !l.inPlace(t, minor, q) {
+	if !ok || fq.Handle != netlink.MakeHandle(c.Minor, 0) || !l.inPlace(t, c, q) {
 		return false
 	}
 	quantum := fqCodelQuantum(link)
@@ -80,9 +80,9 @@ func (l fqCodelLeaf) matches(link netlink.Link, t *Tree, minor uint16, q netlink
 // inPlace: the kernel cannot change an fq_codel's flows, and netlink
 // sends neither its target nor a zero ce_threshold: such a qdisc of ours
 // is deleted and created again.
-func (fqCodelLeaf) inPlace(t *Tree, minor uint16, q netlink.Qdisc) bool {
+func (fqCodelLeaf) inPlace(t *Tree, c Class, q netlink.Qdisc) bool {
 	fq, ok := q.(*netlink.FqCodel)
-	if !ok || fq.Handle != netlink.MakeHandle(minor, 0) {
+	if !ok || fq.Handle != netlink.MakeHandle(c.Minor, 0) {
 		return true // another kind or handle: replaced by a new qdisc
 	}
 	target := t.Leaf.TargetUs
@@ -100,34 +100,14 @@ func (fqCodelLeaf) read(q netlink.Qdisc) (LeafSpec, bool) {
 	return LeafSpec{Kind: LeafFQCodel, Limit: fq.Limit, TargetUs: roundUs(fq.Target), IntervalUs: roundUs(fq.Interval)}, true
 }
 
-func (fqCodelLeaf) render(dev string, t *Tree, minor uint16) string {
+func (fqCodelLeaf) render(dev string, t *Tree, c Class) string {
 	target := t.Leaf.TargetUs
 	if target == 0 {
 		target = 5000
 	}
 	return fmt.Sprintf("tc qdisc replace dev %s parent %s handle %x: fq_codel limit %d target %s interval %s",
-		dev, t.Handle(minor), minor, t.Leaf.Limit, fmtUs(target), fmtUs(t.Leaf.IntervalUs))
+		dev, t.Handle(c.Minor), c.Minor, t.Leaf.Limit, fmtUs(target), fmtUs(t.Leaf.IntervalUs))
 }
-
-// fifoLeaf is HTB's built-in leaf: a pfifo whose limit is the device's
-// txqueuelen. gtpqos creates nothing for it.
-type fifoLeaf struct{}
-
-func (fifoLeaf) want(netlink.Link, *Tree, uint16) netlink.Qdisc { return nil }
-
-// matches: HTB's built-in pfifo is not listed (or has no handle); a
-// listed pfifo was added by hand, with its own limit, and is drift.
-func (fifoLeaf) matches(_ netlink.Link, _ *Tree, _ uint16, q netlink.Qdisc) bool {
-	return q == nil || (q.Type() == "pfifo" && q.Attrs().Handle == 0)
-}
-
-func (fifoLeaf) inPlace(*Tree, uint16, netlink.Qdisc) bool { return true }
-
-func (fifoLeaf) read(q netlink.Qdisc) (LeafSpec, bool) {
-	return LeafSpec{Kind: LeafFIFO}, q == nil || q.Type() == "pfifo"
-}
-
-func (fifoLeaf) render(string, *Tree, uint16) string { return "" }
 
 // leafKind resolves the leaf kind to use: forced, else the tree's; auto
 // becomes fq_codel if the kernel has it (tried on the default class's leaf
@@ -149,7 +129,8 @@ func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, re
 		r.leafAuto = LeafFQCodel
 		return r.leafAuto
 	}
-	q := fq.want(link, desired, desired.DefaultMinor)
+	dc, _ := desired.Find(desired.DefaultMinor)
+	q := fq.want(link, desired, dc)
 	// A kernel known to lack fq_codel is not asked again on this device.
 	err := probedFeatures().fqCodel
 	if err == nil {
@@ -157,7 +138,7 @@ func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, re
 	}
 	if err != nil {
 		r.leafAuto = LeafFIFO
-		res.Notes = append(res.Notes, fmt.Sprintf("fq_codel not available in this kernel (%v): leaves use FIFO (HTB's built-in pfifo, limit = txqueuelen)", err))
+		res.Notes = append(res.Notes, fmt.Sprintf("fq_codel not available in this kernel (%v): leaves use FIFO (bfifo, limit = ceil × delay budget)", err))
 		return r.leafAuto
 	}
 	st.byParent[defID] = asKernel(desired, q)
@@ -184,22 +165,22 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 		}
 		id := desired.ClassID(c.Minor)
 		cur := st.byParent[id]
-		if lf.matches(link, desired, c.Minor, cur) {
+		if lf.matches(link, desired, c, cur) {
 			continue
 		}
-		nq := lf.want(link, desired, c.Minor)
-		if cur != nil && nq != nil && !lf.inPlace(desired, c.Minor, cur) {
+		nq := lf.want(link, desired, c)
+		if cur != nil && nq != nil && !lf.inPlace(desired, c, cur) {
 			if err := r.do(func() error { return r.h.QdiscDel(cur) }); err != nil {
 				return fmt.Errorf("dev %s: remove leaf %s under class %s: %w", r.dev, cur.Type(), desired.Handle(c.Minor), err)
 			}
 			delete(st.byParent, id)
 		}
 		if nq != nil {
-			if err := r.do(func() error { return r.h.QdiscReplace(nq) }); err != nil {
+			if err := r.do(func() error { return r.replaceLeaf(link, nq) }); err != nil {
 				return fmt.Errorf("dev %s: leaf %s under class %s: %w", r.dev, kind, desired.Handle(c.Minor), err)
 			}
 			st.byParent[id] = asKernel(desired, nq)
-		} else {
+		} else if cur != nil {
 			// Deleting the leaf makes HTB graft its default pfifo.
 			if err := r.do(func() error { return r.h.QdiscDel(cur) }); err != nil {
 				return fmt.Errorf("dev %s: remove leaf %s under class %s: %w", r.dev, cur.Type(), desired.Handle(c.Minor), err)

@@ -10,8 +10,9 @@ const (
 	LeafAuto LeafKind = "auto"
 	// LeafFQCodel is fq_codel with LeafSpec's limit/target/interval.
 	LeafFQCodel LeafKind = "fq_codel"
-	// LeafFIFO is HTB's built-in leaf: a pfifo whose limit is the device's
-	// txqueuelen. gtpqos creates no qdisc object for it.
+	// LeafFIFO is a bfifo whose byte limit is the class's ceil × its
+	// flow's delay budget (QueueLimit), not HTB's built-in pfifo of
+	// txqueuelen packets, whose delay grows as the rate falls.
 	LeafFIFO LeafKind = "fifo"
 )
 

@@ -42,7 +42,7 @@ func (t *Tree) TCCommands(dev string) string {
 			dev, parent, t.Handle(c.Minor), shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil), over, shaper.FormatSize(c.Burst), shaper.FormatSize(c.CBurst), c.Quantum, c.Prio)
 		w("%s  # %s", line, classComment(c))
 		if c.IsLeaf() {
-			if line := renderLeaf(dev, t, c.Minor); line != "" {
+			if line := renderLeaf(dev, t, c); line != "" {
 				w("%s", line)
 			}
 		}
@@ -80,15 +80,19 @@ func (t *Tree) stabArgs() string {
 	return fmt.Sprintf("stab overhead %d linklayer ethernet ", -int64(t.Overhead))
 }
 
-// renderLeaf is the tc command for the leaf under class minor: auto is
-// shown as fq_codel, with a comment on the FIFO fallback.
-func renderLeaf(dev string, t *Tree, minor uint16) string {
+// renderLeaf is the tc command for the leaf under class c: auto is shown
+// as fq_codel, with a comment on the FIFO fallback and its limit.
+func renderLeaf(dev string, t *Tree, c Class) string {
 	k := t.Leaf.Kind
 	if k == LeafAuto || k == "" {
-		return leaves[LeafFQCodel].render(dev, t, minor) + "  # auto: FIFO (HTB's pfifo) where fq_codel is missing"
+		fallback := "HTB's pfifo"
+		if c.QueueLimit != 0 {
+			fallback = fmt.Sprintf("bfifo limit %d, %s", c.QueueLimit, budgetNote(c))
+		}
+		return leaves[LeafFQCodel].render(dev, t, c) + "  # auto: where fq_codel is missing, " + fallback
 	}
 	if lf, ok := leaves[k]; ok {
-		return lf.render(dev, t, minor)
+		return lf.render(dev, t, c)
 	}
 	return ""
 }

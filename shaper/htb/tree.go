@@ -3,6 +3,7 @@ package htb
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -56,6 +57,13 @@ type Class struct {
 	// what the root's size table takes off, so it counts frames on the
 	// wire; 0 everywhere else.
 	Overhead uint32
+	// Budget is the delay budget of the class's queue (a flow's QFI's, else
+	// the policy's default) and QueueLimit the byte limit of its FIFO leaf
+	// (QueueLimit: ceil × budget, at least a few frames). Both are 0 in a
+	// tree read from the kernel, and QueueLimit 0 in a tree not made by
+	// Plan leaves HTB's built-in pfifo.
+	Budget     time.Duration
+	QueueLimit uint32
 
 	// Flow is the flow's identity (RoleFlow; zero in a tree read from the
 	// kernel, which does not know it).
@@ -137,7 +145,9 @@ func (c Class) IsLeaf() bool {
 // and the rate is high enough that its buckets fit HTB's tick counters.
 const spareRate = 8_000
 
-// spareClass is an idle class kept ready under the link class.
+// spareClass is an idle class kept ready under the link class. It
+// carries nothing, so it keeps HTB's built-in pfifo (no QueueLimit): the
+// flow that takes it sizes its leaf.
 func spareClass(base Class, minor uint16) Class {
 	c := base
 	c.Minor, c.Parent, c.Role, c.Rate, c.Ceil, c.Prio = minor, LinkMinor, shaper.RoleSpare, spareRate, spareRate, 7
