@@ -48,6 +48,9 @@ type Config struct {
 	Timeout time.Duration
 	// CPUs and MemoryMiB size the guest (default 2 and 2048).
 	CPUs, MemoryMiB int
+	// KernelArgs are appended to the guest kernel's command line, e.g.
+	// "slub_debug=FZP,kmalloc-64" to catch writes to freed objects.
+	KernelArgs []string
 	// AllowKernelErrors keeps Run from failing the test when the guest's
 	// kernel log has an oops, BUG, WARNING or panic (see
 	// Result.KernelErrors).

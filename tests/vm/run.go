@@ -167,7 +167,8 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
 		"-serial", "stdio",
 		"-kernel", bootImage(k), "-initrd", initrd,
-		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init tsc=reliable mitigations=off",
+		"-append", strings.Join(append([]string{"console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init tsc=reliable mitigations=off"},
+			cfg.KernelArgs...), " "),
 		"-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
 		"-virtfs", "local,path=" + workDir + ",mount_tag=work,security_model=none,multidevs=remap",
 	}
