@@ -43,6 +43,8 @@ type Class struct {
 	Name          string
 	Rate, Ceil    uint64 // bit/s
 	Overhead      uint16 // bytes each packet's rate spec adds back (the link class)
+	// FqLimit and FqFlowLimit are the leaf's packet limits (0: fq's own).
+	FqLimit, FqFlowLimit uint32
 }
 
 // PlannedFlow is one admitted flow and its map entry.
@@ -106,10 +108,12 @@ func tree(pol shaper.Policy, gbrSum uint64, overhead uint32) []Class {
 	if link > gbrSum+dflt+shaper.MinRate {
 		rest = link - gbrSum - dflt
 	}
+	limit, flowLimit := horizonLimits(link, DelayBudget)
 	return []Class{
 		{Minor: MinorLink, Role: shaper.RoleLink, Name: "link", Rate: link, Ceil: link, Overhead: uint16(overhead)},
 		{Minor: MinorDefault, Parent: MinorLink, Role: shaper.RoleDefault, Name: "default", Rate: dflt, Ceil: link},
-		{Minor: MinorGuaranteed, Parent: MinorLink, Role: shaper.RoleShared, Name: "guaranteed", Rate: max(gbrSum, shaper.MinRate), Ceil: link},
+		{Minor: MinorGuaranteed, Parent: MinorLink, Role: shaper.RoleShared, Name: "guaranteed", Rate: max(gbrSum, shaper.MinRate), Ceil: link,
+			FqLimit: limit, FqFlowLimit: flowLimit},
 		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: rest, Ceil: link},
 	}
 }
