@@ -214,28 +214,21 @@ type gbrArrival struct {
 // second.
 func gbrArrivals(t *testing.T, c *net.UDPConn) []gbrArrival {
 	var out []gbrArrival
-	buf, oob := make([]byte, 2048), make([]byte, 128)
 	var highest uint64
 	seen := false
-	for {
-		_ = c.SetReadDeadline(time.Now().Add(time.Second))
-		n, oobn, _, _, err := c.ReadMsgUDP(buf, oob)
-		if err != nil {
-			return out
+	readStamped(t, c, func(payload []byte, at time.Time) {
+		if len(payload) < 8 {
+			t.Errorf("a datagram of %d bytes carries no sequence number", len(payload))
+			return
 		}
-		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-		if err != nil || len(msgs) == 0 || len(msgs[0].Data) < 16 || n < 8 {
-			t.Errorf("a datagram without its arrival time or sequence number (%v)", err)
-			return out
-		}
-		ts := *(*unix.Timespec)(unsafePointer(msgs[0].Data))
-		seq := binary.BigEndian.Uint64(buf)
+		seq := binary.BigEndian.Uint64(payload)
 		late := seen && seq < highest
 		if !late {
 			highest, seen = seq, true
 		}
-		out = append(out, gbrArrival{at: time.Unix(ts.Unix()), late: late})
-	}
+		out = append(out, gbrArrival{at: at, late: late})
+	})
+	return out
 }
 
 type stallGap struct {
