@@ -75,7 +75,7 @@ func treeRequests(link netlink.Link, p *Plan, withRoot bool) ([]*nl.NetlinkReque
 			parent = ClassID(c.Parent)
 		}
 		hc := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Handle: ClassID(c.Minor), Parent: parent},
-			netlink.HtbClassAttrs{Rate: c.Rate, Ceil: c.Ceil, Quantum: Quantum})
+			netlink.HtbClassAttrs{Rate: c.Rate, Ceil: c.Ceil, Quantum: Quantum, Prio: c.Prio})
 		hc.Buffer, hc.Cbuffer = bufferTicks(c.Rate), bufferTicks(c.Ceil)
 		req, err := htb.ClassRequest(hc, c.Overhead)
 		if err != nil {
@@ -143,9 +143,9 @@ func (b *Backend) treeMatches(link netlink.Link, p *Plan) (bool, map[uint32]*net
 }
 
 // sameRates reports whether the kernel's class hc (nil: none) has c's
-// rate and ceil (the kernel holds bytes/s).
+// rate, ceil (the kernel holds bytes/s) and prio.
 func sameRates(hc *netlink.HtbClass, c Class) bool {
-	return hc != nil && hc.Rate == c.Rate/8 && hc.Ceil == c.Ceil/8
+	return hc != nil && hc.Rate == c.Rate/8 && hc.Ceil == c.Ceil/8 && hc.Prio == c.Prio
 }
 
 // leafLimits are the packet limits c's fq leaf holds.
