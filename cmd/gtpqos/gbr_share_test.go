@@ -46,7 +46,7 @@ var gbrShareFlows = []gbrShareFlow{
 // gbrShareFile is the flows file of the scenario for a backend.
 func gbrShareFile(t *testing.T, backend string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "link: 8mbit\npolicy:\n  backend: %s\n  overhead: 14\n  non_gbr_min: 100kbit\n  default_rate: 100kbit\nflows:\n", backend)
+	fmt.Fprintf(&b, "link: 8mbit\npolicy:\n  backend: %s\n  overhead: 14\n  delay_budget: 100ms\n  non_gbr_min: 100kbit\n  default_rate: 100kbit\nflows:\n", backend)
 	for i, f := range gbrShareFlows {
 		fmt.Fprintf(&b, "  - {name: %s, seid: %d, qer: 1, qfi: 9, gbr: %.0f, mbr: %.0f, mark: %#x}\n", f.name, i+1, f.gbr, f.mbr, f.mark)
 	}

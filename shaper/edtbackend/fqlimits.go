@@ -14,7 +14,8 @@ const (
 const horizonPacket = 256
 
 // horizonLimits are the packet limits (total, per flow) of an fq leaf
-// that holds a flow's whole horizon: budget at rate bit/s in
+// that holds a flow's whole horizon: budget (the policy's largest delay
+// budget, the longest a flow's packets are scheduled ahead) at rate bit/s in
 // horizonPacket-byte packets, at least fq's defaults. The guaranteed
 // class needs them. The program schedules a flow's packets up to budget
 // ahead, so a flow with more than fq's default 100 packets in that time

@@ -8,9 +8,9 @@ import (
 	"github.com/free5gc/gtpqos/shaper"
 )
 
-// The guaranteed class's fq leaf holds a whole horizon at the link rate
-// in 256-byte packets (never fewer than fq's defaults); the other leaves
-// keep fq's own limits.
+// The guaranteed class's fq leaf holds a whole horizon (the policy's
+// largest delay budget) at the link rate in 256-byte packets (never fewer
+// than fq's defaults); the other leaves keep fq's own limits.
 func TestGuaranteedLeafHoldsTheHorizon(t *testing.T) {
 	for _, c := range []struct {
 		rate             uint64
@@ -27,13 +27,14 @@ func TestGuaranteedLeafHoldsTheHorizon(t *testing.T) {
 	}
 	pol := shaper.DefaultPolicy(20e6)
 	pol.Overhead = shaper.Overhead{Fixed: true, Bytes: 14}
+	pol.DelayBudgets[9] = 200 * time.Millisecond // flow A's QFI: the largest
 	p := MakePlan(testFlows(), pol)
 	for _, c := range p.Classes {
 		l, fl := leafLimits(c)
 		switch c.Minor {
 		case MinorGuaranteed:
-			if l != 10000 || fl != 976 {
-				t.Errorf("guaranteed leaf limits %d/%d, want 10000/976 (20 Mbit/s for 100 ms)", l, fl)
+			if l != 10000 || fl != 1953 {
+				t.Errorf("guaranteed leaf limits %d/%d, want 10000/1953 (20 Mbit/s for 200 ms)", l, fl)
 			}
 		case MinorDefault, MinorNonGBR:
 			if l != fqDefaultLimit || fl != fqDefaultFlowLimit {
@@ -41,7 +42,7 @@ func TestGuaranteedLeafHoldsTheHorizon(t *testing.T) {
 			}
 		}
 	}
-	if out := p.TCCommands("eth1"); !strings.Contains(out, "parent 6765:10 handle 10: fq orphan_mask 4294967295 limit 10000 flow_limit 976") {
+	if out := p.TCCommands("eth1"); !strings.Contains(out, "parent 6765:10 handle 10: fq orphan_mask 4294967295 limit 10000 flow_limit 1953") {
 		t.Errorf("render lacks the guaranteed leaf's limits:\n%s", out)
 	}
 }

@@ -115,7 +115,7 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 func tree(pol shaper.Policy, gbrSum uint64, overhead uint32) []Class {
 	link := pol.LinkRate
 	dflt := min(max(pol.DefaultRate, shaper.MinRate), link)
-	limit, flowLimit := horizonLimits(link, DelayBudget)
+	limit, flowLimit := horizonLimits(link, pol.MaxBudget())
 	return []Class{
 		{Minor: MinorLink, Role: shaper.RoleLink, Name: "link", Rate: link, Ceil: link, Overhead: uint16(overhead)},
 		{Minor: MinorDefault, Parent: MinorLink, Role: shaper.RoleDefault, Name: "default", Rate: dflt, Ceil: link, Prio: 1},
