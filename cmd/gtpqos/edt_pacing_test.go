@@ -75,19 +75,28 @@ func isNoBufs(err error) bool { return strings.Contains(err.Error(), syscall.ENO
 // their kernel arrival times.
 func arrivals(t *testing.T, c *net.UDPConn) []time.Time {
 	var out []time.Time
+	readStamped(t, c, func(_ []byte, at time.Time) { out = append(out, at) })
+	return out
+}
+
+// readStamped reads datagrams until no more come for a second, handing
+// each payload and its kernel arrival time to each; a datagram without
+// its arrival time fails the test and ends the reading.
+func readStamped(t *testing.T, c *net.UDPConn, each func(payload []byte, at time.Time)) {
 	buf, oob := make([]byte, 2048), make([]byte, 128)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(time.Second))
-		_, oobn, _, _, err := c.ReadMsgUDP(buf, oob)
+		n, oobn, _, _, err := c.ReadMsgUDP(buf, oob)
 		if err != nil {
-			return out
+			return
 		}
 		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err != nil || len(msgs) == 0 || len(msgs[0].Data) < 16 {
-			t.Fatalf("no arrival time on a datagram (%v)", err)
+			t.Errorf("no arrival time on a datagram (%v)", err)
+			return
 		}
 		ts := *(*unix.Timespec)(unsafePointer(msgs[0].Data))
-		out = append(out, time.Unix(ts.Unix()))
+		each(buf[:n], time.Unix(ts.Unix()))
 	}
 }
 

@@ -6,8 +6,8 @@
 // Major, with the size table that makes classes count the user's IP
 // packets), a link class at the link rate, and three shared classes under
 // it, each with an fq leaf: guaranteed (rate = the sum of the admitted
-// GBRs), non-GBR (the rest) and default (unclassified packets), all with
-// ceil = link. The edt program on the device's clsact egress hook gives
+// GBRs; it borrows first), non-GBR (no rate of its own: it borrows the
+// rest) and default (unclassified packets), all with ceil = link. The edt program on the device's clsact egress hook gives
 // every packet its shared class (skb->priority, which HTB takes as the
 // class), its departure time (skb->tstamp, which fq waits for) and a
 // per-flow hash (fq's flow). Flows and sessions are map writes: adding or

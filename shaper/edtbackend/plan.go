@@ -43,6 +43,10 @@ type Class struct {
 	Name          string
 	Rate, Ceil    uint64 // bit/s
 	Overhead      uint16 // bytes each packet's rate spec adds back (the link class)
+	// FqLimit and FqFlowLimit are the leaf's packet limits (0: fq's own).
+	FqLimit, FqFlowLimit uint32
+	// Prio is HTB's priority: a lower one borrows first.
+	Prio uint32
 }
 
 // PlannedFlow is one admitted flow and its map entry.
@@ -99,18 +103,25 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 }
 
 // tree is the fixed tree for a link whose admitted GBRs add up to gbrSum.
+//
+// The guaranteed class holds what the GBR meter lets through, never more
+// than the GBRs (and the meter's bursts), so it borrows first (prio 0) and
+// the non-GBR class lives on what is left: at a rate of its own (the rest
+// of the link) a greedy non-GBR class would leave nothing to borrow, and a
+// guaranteed class behind its GBRs (the leaf not served for a while: a
+// busy CPU, timer slack) would never catch up: its backlog would stand,
+// then overflow the leaf. The GBRs bound the guaranteed class, so the
+// non-GBR flows still get the rest of the link over time.
 func tree(pol shaper.Policy, gbrSum uint64, overhead uint32) []Class {
 	link := pol.LinkRate
 	dflt := min(max(pol.DefaultRate, shaper.MinRate), link)
-	rest := uint64(shaper.MinRate)
-	if link > gbrSum+dflt+shaper.MinRate {
-		rest = link - gbrSum - dflt
-	}
+	limit, flowLimit := horizonLimits(link, pol.MaxBudget())
 	return []Class{
 		{Minor: MinorLink, Role: shaper.RoleLink, Name: "link", Rate: link, Ceil: link, Overhead: uint16(overhead)},
-		{Minor: MinorDefault, Parent: MinorLink, Role: shaper.RoleDefault, Name: "default", Rate: dflt, Ceil: link},
-		{Minor: MinorGuaranteed, Parent: MinorLink, Role: shaper.RoleShared, Name: "guaranteed", Rate: max(gbrSum, shaper.MinRate), Ceil: link},
-		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: rest, Ceil: link},
+		{Minor: MinorDefault, Parent: MinorLink, Role: shaper.RoleDefault, Name: "default", Rate: dflt, Ceil: link, Prio: 1},
+		{Minor: MinorGuaranteed, Parent: MinorLink, Role: shaper.RoleShared, Name: "guaranteed", Rate: max(gbrSum, shaper.MinRate), Ceil: link,
+			FqLimit: limit, FqFlowLimit: flowLimit},
+		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: shaper.MinRate, Ceil: link, Prio: 1},
 	}
 }
 

@@ -15,8 +15,8 @@ func testFlows() []shaper.Flow {
 	}
 }
 
-// The tree is fixed (link, default, guaranteed = the GBRs, non-GBR = the
-// rest); flows become map entries keyed by mark, non-GBR flows of a
+// The tree is fixed (link, default, guaranteed = the GBRs at prio 0,
+// non-GBR borrowing the rest at prio 1); flows become map entries keyed by mark, non-GBR flows of a
 // session with an AMBR share its session entry, a GBR flow has none.
 func TestPlanTreeAndMaps(t *testing.T) {
 	pol := shaper.DefaultPolicy(20e6)
@@ -32,10 +32,15 @@ func TestPlanTreeAndMaps(t *testing.T) {
 			t.Errorf("class %s ceil %d, want the link", Handle(c.Minor), c.Ceil)
 		}
 	}
-	want := map[uint16]uint64{MinorLink: 20e6, MinorDefault: 1e6, MinorGuaranteed: 2e6, MinorNonGBR: 17e6}
+	want := map[uint16]uint64{MinorLink: 20e6, MinorDefault: 1e6, MinorGuaranteed: 2e6, MinorNonGBR: shaper.MinRate}
 	for m, r := range want {
 		if rates[m] != r {
 			t.Errorf("class %s rate %d, want %d", Handle(m), rates[m], r)
+		}
+	}
+	for _, c := range p.Classes {
+		if want := map[uint16]uint32{MinorGuaranteed: 0, MinorNonGBR: 1, MinorDefault: 1}; c.Minor != MinorLink && c.Prio != want[c.Minor] {
+			t.Errorf("class %s prio %d, want %d", Handle(c.Minor), c.Prio, want[c.Minor])
 		}
 	}
 	if len(p.Sessions) != 1 || p.Sessions[1] != 3e6 {
@@ -53,7 +58,7 @@ func TestPlanTreeAndMaps(t *testing.T) {
 	}
 	out := p.TCCommands("eth1")
 	for _, w := range []string{"tc qdisc replace dev eth1 root handle 6765: stab overhead -14 linklayer ethernet htb default 2",
-		"classid 6765:1 htb rate 20mbit ceil 20mbit overhead 14", "parent 6765:11 handle 11: fq orphan_mask 4294967295",
+		"classid 6765:1 htb rate 20mbit ceil 20mbit overhead 14", "parent 6765:11 handle 11: fq orphan_mask 4294967295", "classid 6765:10 htb rate 2mbit ceil 20mbit burst 32k cburst 32k quantum 12500 prio 0",
 		"#   session 1: AMBR 3mbit", "edt/0x30 mark 0x30: MBR 5mbit GBR 2mbit"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("render lacks %q:\n%s", w, out)

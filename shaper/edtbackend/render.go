@@ -38,10 +38,15 @@ func (p *Plan) TCCommands(dev string) string {
 		if c.Overhead != 0 {
 			over = fmt.Sprintf(" overhead %d", c.Overhead)
 		}
-		w("tc class replace dev %s parent %s classid %s htb rate %s ceil %s%s burst %s cburst %s quantum %d  # %s", dev, parent, Handle(c.Minor),
-			shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil), over, shaper.FormatSize(Burst), shaper.FormatSize(Burst), Quantum, c.Name)
+		w("tc class replace dev %s parent %s classid %s htb rate %s ceil %s%s burst %s cburst %s quantum %d prio %d  # %s", dev, parent, Handle(c.Minor),
+			shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil), over, shaper.FormatSize(Burst), shaper.FormatSize(Burst), Quantum, c.Prio, c.Name)
 		if c.Minor != MinorLink {
-			w("tc qdisc replace dev %s parent %s handle %x: fq orphan_mask %d", dev, Handle(c.Minor), c.Minor, uint32(OrphanMask))
+			limits := ""
+			if c.FqLimit != 0 || c.FqFlowLimit != 0 {
+				l, fl := leafLimits(c)
+				limits = fmt.Sprintf(" limit %d flow_limit %d", l, fl)
+			}
+			w("tc qdisc replace dev %s parent %s handle %x: fq orphan_mask %d%s", dev, Handle(c.Minor), c.Minor, uint32(OrphanMask), limits)
 		}
 	}
 	w("# clsact egress: the edt program (filter %s), maps written by gtpqos:", FilterName)

@@ -75,7 +75,7 @@ func treeRequests(link netlink.Link, p *Plan, withRoot bool) ([]*nl.NetlinkReque
 			parent = ClassID(c.Parent)
 		}
 		hc := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Handle: ClassID(c.Minor), Parent: parent},
-			netlink.HtbClassAttrs{Rate: c.Rate, Ceil: c.Ceil, Quantum: Quantum})
+			netlink.HtbClassAttrs{Rate: c.Rate, Ceil: c.Ceil, Quantum: Quantum, Prio: c.Prio})
 		hc.Buffer, hc.Cbuffer = bufferTicks(c.Rate), bufferTicks(c.Ceil)
 		req, err := htb.ClassRequest(hc, c.Overhead)
 		if err != nil {
@@ -83,21 +83,25 @@ func treeRequests(link netlink.Link, p *Plan, withRoot bool) ([]*nl.NetlinkReque
 		}
 		reqs = append(reqs, req)
 		if c.Minor != MinorLink {
-			reqs = append(reqs, fqRequest(idx, c.Minor))
+			reqs = append(reqs, fqRequest(idx, c))
 		}
 	}
 	return reqs, nil
 }
 
-// fqRequest creates or replaces the fq leaf of class minor, with the
-// orphan mask that keeps the program's flows apart (vishvananda/netlink
-// sends no orphan mask).
-func fqRequest(ifindex int, minor uint16) *nl.NetlinkRequest {
+// fqRequest creates or replaces class c's fq leaf, with the orphan mask
+// that keeps the program's flows apart (vishvananda/netlink sends no
+// orphan mask) and c's packet limits (fq's own when 0: a replace that
+// names none resets them).
+func fqRequest(ifindex int, c Class) *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
-	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifindex), Handle: uint32(minor) << 16, Parent: ClassID(minor)})
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifindex), Handle: uint32(c.Minor) << 16, Parent: ClassID(c.Minor)})
 	req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("fq")))
 	opts := nl.NewRtAttr(nl.TCA_OPTIONS, nil)
 	opts.AddRtAttr(nl.TCA_FQ_ORPHAN_MASK, nl.Uint32Attr(OrphanMask))
+	limit, flowLimit := leafLimits(c)
+	opts.AddRtAttr(nl.TCA_FQ_PLIMIT, nl.Uint32Attr(limit))
+	opts.AddRtAttr(nl.TCA_FQ_FLOW_PLIMIT, nl.Uint32Attr(flowLimit))
 	req.AddData(opts)
 	return req
 }
@@ -120,10 +124,10 @@ func (b *Backend) treeMatches(link netlink.Link, p *Plan) (bool, map[uint32]*net
 	if err != nil {
 		return false, nil, fmt.Errorf("dev %s: list qdiscs: %w", b.dev, err)
 	}
-	leaves := map[uint32]bool{}
+	leaves := map[uint32]*netlink.Fq{}
 	for _, q := range qs {
-		if q.Type() == "fq" {
-			leaves[q.Attrs().Parent] = true
+		if fq, ok := q.(*netlink.Fq); ok {
+			leaves[fq.Parent] = fq
 		}
 	}
 	if len(have) != len(p.Classes) {
@@ -131,7 +135,7 @@ func (b *Backend) treeMatches(link netlink.Link, p *Plan) (bool, map[uint32]*net
 	}
 	for _, c := range p.Classes {
 		hc := have[ClassID(c.Minor)]
-		if !sameRates(hc, c) || (c.Minor != MinorLink && !leaves[ClassID(c.Minor)]) {
+		if !sameRates(hc, c) || (c.Minor != MinorLink && !sameLeaf(leaves[ClassID(c.Minor)], c)) {
 			return false, have, nil
 		}
 	}
@@ -139,9 +143,27 @@ func (b *Backend) treeMatches(link netlink.Link, p *Plan) (bool, map[uint32]*net
 }
 
 // sameRates reports whether the kernel's class hc (nil: none) has c's
-// rate and ceil (the kernel holds bytes/s).
+// rate, ceil (the kernel holds bytes/s) and prio.
 func sameRates(hc *netlink.HtbClass, c Class) bool {
-	return hc != nil && hc.Rate == c.Rate/8 && hc.Ceil == c.Ceil/8
+	return hc != nil && hc.Rate == c.Rate/8 && hc.Ceil == c.Ceil/8 && hc.Prio == c.Prio
+}
+
+// leafLimits are the packet limits c's fq leaf holds.
+func leafLimits(c Class) (limit, flowLimit uint32) {
+	limit, flowLimit = c.FqLimit, c.FqFlowLimit
+	if limit == 0 {
+		limit = fqDefaultLimit
+	}
+	if flowLimit == 0 {
+		flowLimit = fqDefaultFlowLimit
+	}
+	return limit, flowLimit
+}
+
+// sameLeaf reports whether fq (nil: none) is the leaf c's plan wants.
+func sameLeaf(fq *netlink.Fq, c Class) bool {
+	limit, flowLimit := leafLimits(c)
+	return fq != nil && fq.PacketLimit == limit && fq.FlowPacketLimit == flowLimit
 }
 
 // deleteRoot removes our root qdisc (and with it every class and leaf).

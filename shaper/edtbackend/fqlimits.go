@@ -1,0 +1,31 @@
+package edtbackend
+
+import "time"
+
+// fq's own limits, which a leaf keeps unless the plan sizes it.
+const (
+	fqDefaultLimit     = 10000
+	fqDefaultFlowLimit = 100
+)
+
+// horizonPacket is the packet size (bytes) a leaf sized for the horizon
+// counts with: fq limits a flow by packets, the program by time, and a
+// flow of smaller packets at that rate would fill fq's count first.
+const horizonPacket = 256
+
+// horizonLimits are the packet limits (total, per flow) of an fq leaf
+// that holds a flow's whole horizon: budget (the policy's largest delay
+// budget, the longest a flow's packets are scheduled ahead) at rate bit/s in
+// horizonPacket-byte packets, at least fq's defaults. The guaranteed
+// class needs them. The program schedules a flow's packets up to budget
+// ahead, so a flow with more than fq's default 100 packets in that time
+// (5 Mbit/s of 500-byte packets in 100 ms) had the excess dropped by fq
+// after the GBR meter had counted it: its guaranteed part fell below the
+// GBR. The guaranteed class is never congested (its rate is the admitted
+// GBRs, and the meter puts no more than those in it), so what it holds is
+// the horizon's packets and no standing queue.
+func horizonLimits(rate uint64, budget time.Duration) (limit, flowLimit uint32) {
+	n := rate / 8 * uint64(budget) / uint64(time.Second) / horizonPacket
+	n = min(n, 1<<24) // a bound on a leaf's memory, whatever the link
+	return uint32(max(n, fqDefaultLimit)), uint32(max(n, fqDefaultFlowLimit))
+}
