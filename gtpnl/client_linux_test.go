@@ -427,6 +427,9 @@ func TestErrnoMapping(t *testing.T) {
 			if !errors.As(err, &oe) || oe.Op != "get version" {
 				t.Fatalf("error %v is not an OpError naming 'get version'", err)
 			}
+			if named := strings.Contains(err.Error(), "CAP_NET_ADMIN"); named != (tt.errno == unix.EPERM) {
+				t.Errorf("%q: names CAP_NET_ADMIN %v, want it on EPERM only", err, named)
+			}
 			for _, other := range []error{os.ErrNotExist, os.ErrPermission, ErrResync} {
 				if other != tt.is && errors.Is(err, other) {
 					t.Errorf("errors.Is(%v, %v) = true, want false", err, other)

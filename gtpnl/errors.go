@@ -45,8 +45,16 @@ type OpError struct {
 	Err error
 }
 
-// Error returns "gtp5g <op>: <err>".
-func (e *OpError) Error() string { return "gtp5g " + e.Op + ": " + e.Err.Error() }
+// Error returns "gtp5g <op>: <err>". A refusal (EPERM) names the
+// capability every gtp5g and gtp5g_qos command needs: a daemon started
+// without it stops at its first request, and the line must say why.
+func (e *OpError) Error() string {
+	s := "gtp5g " + e.Op + ": " + e.Err.Error()
+	if errors.Is(e.Err, unix.EPERM) {
+		s += " (gtp5g's commands need CAP_NET_ADMIN)"
+	}
+	return s
+}
 
 // Unwrap returns the underlying error.
 func (e *OpError) Unwrap() error { return e.Err }

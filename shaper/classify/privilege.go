@@ -51,6 +51,16 @@ func bpfPermErr(what string, err error, caps []int) error {
 	if !errors.Is(err, unix.EPERM) {
 		return err
 	}
+	missing := missingForBPF(caps)
+	if len(missing) == 0 {
+		return fmt.Errorf("%s: the kernel refused it (operation not permitted) though the process holds %s; a security module or kernel.unprivileged_bpf_disabled may forbid it", what, strings.Join(capList(caps), ", "))
+	}
+	return fmt.Errorf("%s: missing %s (operation not permitted)", what, strings.Join(missing, " and "))
+}
+
+// missingForBPF is MissingCaps(caps...) less CAP_BPF where CAP_SYS_ADMIN
+// stands in for it.
+func missingForBPF(caps []int) []string {
 	var missing []string
 	for _, n := range MissingCaps(caps...) {
 		if n == "CAP_BPF" && HasCap(unix.CAP_SYS_ADMIN) {
@@ -58,10 +68,18 @@ func bpfPermErr(what string, err error, caps []int) error {
 		}
 		missing = append(missing, n)
 	}
-	if len(missing) == 0 {
-		return fmt.Errorf("%s: the kernel refused it (operation not permitted) though the process holds %s; a security module or kernel.unprivileged_bpf_disabled may forbid it", what, strings.Join(capList(caps), ", "))
+	return missing
+}
+
+// NeedBPFCaps fails, in one line naming what is missing, when this process
+// could not load and attach tc BPF programs (BPFCaps). Checked before the
+// first write: the kernel's refusal would come only after the tree is built.
+func NeedBPFCaps() error {
+	if missing := missingForBPF(BPFCaps); len(missing) > 0 {
+		return fmt.Errorf("missing %s (loading and attaching its BPF programs needs %s)",
+			strings.Join(missing, " and "), strings.Join(capList(BPFCaps), " and "))
 	}
-	return fmt.Errorf("%s: missing %s (operation not permitted)", what, strings.Join(missing, " and "))
+	return nil
 }
 
 func capList(caps []int) []string {

@@ -72,29 +72,11 @@ func fqModuleAvailable() bool {
 	return false
 }
 
-// checkCaps refuses, in one line, a process that cannot load or attach
-// the program (CAP_SYS_ADMIN stands in for CAP_BPF on the kernels that
-// accept it).
-func checkCaps() error {
-	var missing []string
-	for _, n := range classify.MissingCaps(classify.BPFCaps...) {
-		if n == "CAP_BPF" && classify.HasCap(unix.CAP_SYS_ADMIN) {
-			continue
-		}
-		missing = append(missing, n)
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("edt needs %s to load and attach its program (missing %s)",
-			strings.Join(classify.CapNames(classify.BPFCaps), " and "), strings.Join(missing, " and "))
-	}
-	return nil
-}
-
 // Probe checks, before any write, that this kernel and process can run
 // the backend.
 func Probe() error {
-	if err := checkCaps(); err != nil {
-		return err
+	if err := classify.NeedBPFCaps(); err != nil {
+		return fmt.Errorf("edt: %w", err)
 	}
 	return probeFq()
 }

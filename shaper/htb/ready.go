@@ -10,17 +10,23 @@ import (
 )
 
 // checkReady fails, naming what is missing, when this process could not
-// install or adopt the built-in classifier of kind k (a capability, a
-// usable BPF pin directory). It is asked once per Reconciler and kind.
+// install or adopt the built-in classifier of kind k, or the Reconciler's
+// own classifier (a capability, a usable BPF pin directory). It is asked
+// once per Reconciler and kind.
 func (r *Reconciler) checkReady(k classify.Kind) error {
 	if !classify.HasCap(unix.CAP_NET_ADMIN) {
 		return fmt.Errorf("dev %s: missing CAP_NET_ADMIN (needed for every tc write)", r.dev)
 	}
-	if r.cls != nil || k == classify.KindAuto || r.ready[k] {
-		return nil
+	var c classify.Readier
+	var ok bool
+	switch {
+	case r.cls != nil: // a custom classifier (gtpu) is asked as well
+		k = r.cls.Kind()
+		c, ok = r.cls.(classify.Readier)
+	case k != classify.KindAuto:
+		c, ok = r.builtin(k).(classify.Readier)
 	}
-	c, ok := r.builtin(k).(classify.Readier)
-	if !ok {
+	if !ok || r.ready[k] {
 		return nil
 	}
 	if err := c.Ready(r.dev); err != nil {

@@ -140,7 +140,17 @@ func bulkTCP(t *testing.T, gnbNS, dnNS, src string) {
 		t.Fatal(err)
 	}
 	defer func() { _ = srv.Process.Kill(); _, _ = srv.Process.Wait() }()
-	time.Sleep(time.Second)
+	// Until the server listens: a fixed second was too short for a loaded
+	// host's guest (the client's connection refused).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, _ := exec.Command("ip", "netns", "exec", gnbNS, "ss", "-Hltn", "sport = :5301").Output()
+		if len(strings.TrimSpace(string(out))) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("iperf3 server in %s not listening on 10.60.0.1:5301 after 30 s", gnbNS)
+		}
+	}
 	out, err := exec.Command("ip", "netns", "exec", dnNS, "iperf3", "-c", "10.60.0.1", "-B", src, "-p", "5301", "-t", "8").CombinedOutput()
 	if err != nil {
 		t.Fatalf("iperf3 TCP from %s: %v\n%s", src, err, out)

@@ -64,9 +64,14 @@ func (s *Snapshot) readMap(id ebpf.MapID) error {
 		return fmt.Errorf("open map %d: %w", id, err)
 	}
 	defer m.Close()
+	return s.read(m)
+}
+
+// read adds what map m holds (by its name) to s.
+func (s *Snapshot) read(m *ebpf.Map) error {
 	info, err := m.Info()
 	if err != nil {
-		return fmt.Errorf("map %d: info: %w", id, err)
+		return fmt.Errorf("map info: %w", err)
 	}
 	var iterErr error
 	switch info.Name {

@@ -8,16 +8,13 @@ import (
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
-// snapshot reads this process's maps into a Snapshot (no stats).
+// snapshot reads this process's maps into a Snapshot (no stats), through
+// the descriptors it holds: opening them again by id would need
+// CAP_SYS_ADMIN.
 func (o *Objects) snapshot() (*Snapshot, error) {
 	s := &Snapshot{Downlink: map[Key]uint32{}, Uplink: map[Key]uint32{}, MarkClass: map[uint32]uint32{}, DefaultClass: o.dflt}
 	for _, m := range []*ebpf.Map{o.objs.DlClass, o.objs.UlMark, o.objs.MarkClass} {
-		info, err := m.Info()
-		if err != nil {
-			return nil, fmt.Errorf("gtpu bpf: map info: %w", err)
-		}
-		id, _ := info.ID()
-		if err := s.readMap(id); err != nil {
+		if err := s.read(m); err != nil {
 			return nil, fmt.Errorf("gtpu bpf: %w", err)
 		}
 	}

@@ -2,14 +2,18 @@ package gtpu
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
-	"github.com/vishvananda/netlink"
 )
 
 // Options configure a Classifier.
@@ -156,12 +160,20 @@ func (c *Classifier) detach(env classify.Env, link netlink.Link, hook Hook, whic
 }
 
 // snapshot reads this Classifier's maps, or if it has loaded nothing yet,
-// those of the gtpqos program attached to link's hook (nil if none).
+// those of the gtpqos program attached to link's hook (nil if none). The
+// programs are not pinned: another process's open by id only with
+// CAP_SYS_ADMIN. Without it (a restarted daemon as its own user) the
+// attached program reads as holding nothing, so the run loads its own,
+// binds every flow again and replaces the filter.
 func (c *Classifier) snapshot(env classify.Env, link netlink.Link, hook Hook) (*Snapshot, error) {
 	if c.objs != nil {
 		return c.objs.snapshot()
 	}
-	return ReadAttached(env.Handle, link, hook)
+	s, err := ReadAttached(env.Handle, link, hook)
+	if errors.Is(err, os.ErrPermission) && !classify.HasCap(unix.CAP_SYS_ADMIN) {
+		return nil, nil
+	}
+	return s, err
 }
 
 // keyOf returns the map key of a table entry, or a note saying why the

@@ -18,6 +18,10 @@ type downlink struct{ c *Classifier }
 // Kind returns classify.KindGTPU.
 func (d downlink) Kind() classify.Kind { return classify.KindGTPU }
 
+// Ready implements classify.Readier: the programs must load (the
+// capabilities they need, the verifier), before the tree is written.
+func (d downlink) Ready(string) error { return d.c.ready() }
+
 // Probe loads the objects: the kernel must accept the program.
 func (d downlink) Probe(ctx context.Context, env classify.Env) error {
 	d.c.mu.Lock()

@@ -20,6 +20,9 @@ type uplink struct{ c *Classifier }
 // Kind returns classify.KindGTPU.
 func (u uplink) Kind() classify.Kind { return classify.KindGTPU }
 
+// Ready implements classify.Readier, as the downlink half does.
+func (u uplink) Ready(string) error { return u.c.ready() }
+
 // Probe loads the objects: the kernel must accept the programs.
 func (u uplink) Probe(ctx context.Context, env classify.Env) error {
 	u.c.mu.Lock()
