@@ -2,8 +2,11 @@ package vm
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -46,6 +49,37 @@ func aptOptions(cacheDir string, s *series) ([]string, error) {
 		// write; say so instead of letting apt warn about it each time.
 		"-o", "APT::Sandbox::User=root",
 	}, nil
+}
+
+// aptSources returns the apt option sets to ask for a series' packages:
+// the host's own sources and lists (nil options), after the private list
+// of aptOptions for a series with an extra suite. Debian ships a series'
+// kernels from more than one suite: 6.12 from bookworm-backports, and
+// newer 6.12 releases from bookworm-security too, which a Debian 12
+// host's own sources carry.
+func aptSources(cacheDir string, s *series) ([][]string, error) {
+	opts, err := aptOptions(cacheDir, s)
+	if err != nil || opts == nil {
+		return [][]string{nil}, err
+	}
+	return [][]string{opts, nil}, nil
+}
+
+// aptUpdate refreshes the package lists of each source; it fails only
+// when none could be refreshed (offline), since one source's lists may
+// be enough.
+func aptUpdate(ctx context.Context, srcs [][]string) error {
+	var errs []error
+	for _, opts := range srcs {
+		args := append(append([]string{}, opts...), "update", "-qq")
+		if out, err := exec.CommandContext(ctx, "apt-get", args...).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("apt-get update: %w: %s", err, lastLine(string(out))))
+		}
+	}
+	if len(errs) < len(srcs) {
+		return nil
+	}
+	return errors.Join(errs...)
 }
 
 // debianMirror is the Debian archive URI of the host's apt sources (the

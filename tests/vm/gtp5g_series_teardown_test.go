@@ -236,6 +236,9 @@ func TestGtp5gSeriesTeardownTrafficDuringDellink(t *testing.T) {
 		"unregister_netdevice: waiting for"); len(bad) > 0 {
 		t.Errorf("%d kernel lines show gtpt1 handling traffic after its rules were gone, e.g. %q", len(bad), bad[0])
 	}
+	if bugs := bugLines(lines); len(bugs) > 0 {
+		t.Errorf("the kernel reported %d bugs while gtpt1 carried traffic, e.g. %q", len(bugs), bugs[0])
+	}
 	t.Logf("%d rounds of RTM_DELLINK (ip link del) under %d downlink and %d GTP-U senders: %d datagrams sent; "+
 		"the delete took %v on average, %v at most; %d kernel lines read",
 		rounds, senders, senders, sent.Load(), total/rounds, slowest, len(lines))

@@ -89,7 +89,7 @@ func prepareKernel(ctx context.Context, cacheDir string, s *series, want string)
 			return k, nil
 		}
 	}
-	opts, err := aptOptions(cacheDir, s)
+	srcs, err := aptSources(cacheDir, s)
 	if err != nil {
 		return nil, err
 	}
@@ -104,13 +104,12 @@ func prepareKernel(ctx context.Context, cacheDir string, s *series, want string)
 					return k, nil
 				}
 			}
-			args := append(append([]string{}, opts...), "update", "-qq")
-			if out, err := exec.CommandContext(ctx, "apt-get", args...).CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("apt-get update: %w: %s", err, lastLine(string(out))))
+			if err := aptUpdate(ctx, srcs); err != nil {
+				errs = append(errs, err)
 				break
 			}
 		}
-		k, err := fromApt(ctx, cacheDir, s, opts, want)
+		k, err := fromApt(ctx, cacheDir, s, srcs, want)
 		if k != nil {
 			return k, nil
 		}
@@ -123,20 +122,26 @@ func prepareKernel(ctx context.Context, cacheDir string, s *series, want string)
 	return nil, fmt.Errorf("get Debian kernel %s: %w", what, errors.Join(errs...))
 }
 
-// fromApt returns the newest cached-or-downloadable candidate, or the
-// errors met.
-func fromApt(ctx context.Context, cacheDir string, s *series, opts []string, want string) (*Kernel, []error) {
-	cands, err := aptKernelCandidates(ctx, s, opts, want)
-	if err != nil {
-		return nil, []error{err}
-	}
+// fromApt returns the newest cached-or-downloadable candidate of all the
+// sources, or the errors met. A source apt-cache fails on is skipped.
+func fromApt(ctx context.Context, cacheDir string, s *series, srcs [][]string, want string) (*Kernel, []error) {
+	var lists [][]kernelCand
 	var errs []error
+	for _, opts := range srcs {
+		cands, err := aptKernelCandidates(ctx, s, opts, want)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		lists = append(lists, cands)
+	}
+	cands := mergeKernelCands(lists...)
 	for _, c := range cands {
 		if k := cachedKernel(cacheDir, c.release); k != nil {
 			return k, nil
 		}
 		for _, pkg := range []string{c.pkg, c.pkg + "-unsigned"} {
-			deb, err := aptDownload(ctx, cacheDir, opts, pkg)
+			deb, err := aptDownload(ctx, cacheDir, c.opts, pkg)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -160,19 +165,26 @@ type kernelCand struct {
 	release string
 	pkg     string
 	n       int
+	opts    []string // the apt options of the source that lists it
 }
 
-// aptKernelCandidates lists a series' linux-image packages apt knows,
-// newest first (only want, when set).
+// aptKernelCandidates lists a series' linux-image packages apt knows
+// through one source, newest first (only want, when set).
 func aptKernelCandidates(ctx context.Context, s *series, opts []string, want string) ([]kernelCand, error) {
 	args := append(append([]string{}, opts...), "search", "--names-only", s.search)
 	out, err := exec.CommandContext(ctx, "apt-cache", args...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("apt-cache search %s: %w", s.pattern, err)
 	}
+	return parseKernelCands(s, string(out), opts, want), nil
+}
+
+// parseKernelCands reads apt-cache search output: the series' images
+// (signed or -unsigned, once per release), newest first.
+func parseKernelCands(s *series, out string, opts []string, want string) []kernelCand {
 	seen := map[string]bool{}
 	var cands []kernelCand
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		name, _, _ := strings.Cut(line, " ")
 		m := s.pkgRE.FindStringSubmatch(name)
 		if m == nil || seen[m[1]] || (want != "" && m[1] != want) {
@@ -180,10 +192,27 @@ func aptKernelCandidates(ctx context.Context, s *series, opts []string, want str
 		}
 		seen[m[1]] = true
 		n, _ := strconv.Atoi(m[2])
-		cands = append(cands, kernelCand{release: m[1], pkg: "linux-image-" + m[1], n: n})
+		cands = append(cands, kernelCand{release: m[1], pkg: "linux-image-" + m[1], n: n, opts: opts})
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].n > cands[j].n })
-	return cands, nil
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].n > cands[j].n })
+	return cands
+}
+
+// mergeKernelCands joins the candidates of several sources, newest first;
+// a release more than one source lists comes from the first of them.
+func mergeKernelCands(lists ...[]kernelCand) []kernelCand {
+	seen := map[string]bool{}
+	var out []kernelCand
+	for _, l := range lists {
+		for _, c := range l {
+			if !seen[c.release] {
+				seen[c.release] = true
+				out = append(out, c)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].n > out[j].n })
+	return out
 }
 
 func aptDownload(ctx context.Context, cacheDir string, opts []string, pkg string) (string, error) {

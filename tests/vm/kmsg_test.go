@@ -65,3 +65,18 @@ func matching(lines []string, subs ...string) []string {
 	}
 	return out
 }
+
+// bugLines returns the kernel's reports of a bug among kmsg messages,
+// which carry no timestamp: the lines kernelErrors picks from a dmesg,
+// such as a WARN's "WARNING: CPU: 0 PID: 1 at ...". A guest test that
+// reads its own stretch of the log sees them even when the ring has
+// overwritten them by the time the harness reads the whole log.
+func bugLines(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if kernelErrorRE.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

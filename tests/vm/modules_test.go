@@ -149,3 +149,23 @@ func TestKernelErrors(t *testing.T) {
 		t.Fatalf("kernelErrors (-want +got):\n%s", d)
 	}
 }
+
+// TestBugLines picks the kernel's bug reports out of /dev/kmsg messages
+// (no timestamp): a WARN's first line, as 6.12's tunnel transmit prints
+// for a device whose counters have no type, and an oops, but not the
+// message before the WARN or other lines that say WARNING.
+func TestBugLines(t *testing.T) {
+	lines := []string{
+		"iptunnel_xmit_stats pcpu_stat_type=0",
+		"WARNING: CPU: 1 PID: 236 at include/net/ip_tunnels.h:683 gtp5g_xmit_skb_ipv4+0x2f1/0x300 [gtp5g]",
+		"Modules linked in: gtp5g(OE) udp_tunnel",
+		"BUG: kernel NULL pointer dereference, address: 0000000000000008",
+		"gtp5g: WARNING: made-up module line without a backtrace",
+		"WARNING: CPU 1 made-up line without a PID",
+		"No PDR match this skb : teid[64]",
+	}
+	want := []string{lines[1], lines[3]}
+	if d := cmp.Diff(want, bugLines(lines)); d != "" {
+		t.Fatalf("bugLines (-want +got):\n%s", d)
+	}
+}

@@ -336,9 +336,10 @@ func copyFile(src, dst string) error {
 
 var (
 	// kernelErrorRE matches the kernel's reports of a bug: oopses and
-	// faults, warnings, sanitizers, refcount and list corruption, RCU
-	// stalls and hung tasks.
-	kernelErrorRE = regexp.MustCompile(`\b(BUG:|Oops|WARNING: CPU|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:|` +
+	// faults, warnings (a WARN's first line, which a backtrace follows,
+	// not other lines that say WARNING), sanitizers, refcount and list
+	// corruption, RCU stalls and hung tasks.
+	kernelErrorRE = regexp.MustCompile(`\b(BUG:|Oops|WARNING: CPU: [0-9]+ PID: [0-9]+|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:|` +
 		`list_add corruption|list_del corruption|self-detected stall|detected stalls on CPUs|RCU stall|INFO: task \S+ blocked for more than)`)
 	// printkRE matches a kernel log line's timestamp, so that scenario
 	// output on the console is not mistaken for kernel messages.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestPickSeries checks how the kernel series is chosen: Config field,
@@ -98,5 +100,65 @@ Components: main
 	}
 	if got := mirrorFromList(list); got != "http://one.example/debian" {
 		t.Errorf("one-line list: %q", got)
+	}
+}
+
+// TestKernelCandsFromSources reads apt-cache search output of the private
+// bookworm-backports list and of the host's lists (which carry
+// bookworm-security) and takes the newest release of either, each
+// downloaded through the source that lists it; a release both list comes
+// from the first.
+func TestKernelCandsFromSources(t *testing.T) {
+	backports := []string{"-o", "Dir::Etc::SourceList=/cache/apt/bookworm-backports/sources.list"}
+	bp := parseKernelCands(series612, `linux-image-6.12.95+deb12-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.12.95+deb12-amd64-unsigned - Linux 6.12 for 64-bit PCs
+linux-image-6.12.95+deb12-amd64-dbg - Debug symbols for linux-image-6.12.95+deb12-amd64
+linux-image-6.12.9+deb12-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.12.113+deb12-amd64-unsigned - Linux 6.12 for 64-bit PCs
+`, backports, "")
+	host := parseKernelCands(series612, `linux-image-6.12.113+deb12-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.12.117+deb12-amd64-unsigned - Linux 6.12 for 64-bit PCs
+linux-image-6.12.117+deb12-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.1.0-57-amd64 - Linux 6.1 for 64-bit PCs (signed)
+`, nil, "")
+	type got struct {
+		Release string
+		Host    bool
+	}
+	var all []got
+	for _, c := range mergeKernelCands(bp, host) {
+		all = append(all, got{c.release, c.opts == nil})
+	}
+	want := []got{
+		{"6.12.117+deb12-amd64", true},
+		{"6.12.113+deb12-amd64", false},
+		{"6.12.95+deb12-amd64", false},
+		{"6.12.9+deb12-amd64", false},
+	}
+	if d := cmp.Diff(want, all); d != "" {
+		t.Errorf("merged candidates (-want +got):\n%s", d)
+	}
+	if c := parseKernelCands(series612, "linux-image-6.12.117+deb12-amd64 - x\nlinux-image-6.12.113+deb12-amd64 - x\n", nil,
+		"6.12.113+deb12-amd64"); len(c) != 1 || c[0].release != "6.12.113+deb12-amd64" {
+		t.Errorf("want 6.12.113+deb12-amd64 alone: %+v", c)
+	}
+}
+
+// TestAptSources: 6.1 asks the host's apt alone; 6.12 asks the private
+// bookworm-backports list, then the host's (bookworm-security), and sets
+// up the private list under the cache.
+func TestAptSources(t *testing.T) {
+	dir := t.TempDir()
+	srcs, err := aptSources(dir, series61)
+	if err != nil || len(srcs) != 1 || srcs[0] != nil {
+		t.Errorf("6.1: %q, %v; want the host's apt alone", srcs, err)
+	}
+	srcs, err = aptSources(dir, series612)
+	if err != nil || len(srcs) != 2 || srcs[1] != nil || !strings.Contains(strings.Join(srcs[0], " "), filepath.Join(dir, "apt", "bookworm-backports")) {
+		t.Fatalf("6.12: %q, %v; want the private list, then the host's", srcs, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "apt", "bookworm-backports", "sources.list"))
+	if err != nil || !strings.Contains(string(b), " bookworm-backports main") {
+		t.Errorf("private sources.list: %q, %v", b, err)
 	}
 }
