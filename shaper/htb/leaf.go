@@ -169,7 +169,7 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 			continue
 		}
 		nq := lf.want(link, desired, c)
-		if cur != nil && nq != nil && !lf.inPlace(desired, c, cur) {
+		if cur != nil && nq != nil && (!lf.inPlace(desired, c, cur) || sameHandleOtherKind(cur, nq)) {
 			if err := r.do(func() error { return r.h.QdiscDel(cur) }); err != nil {
 				return fmt.Errorf("dev %s: remove leaf %s under class %s: %w", r.dev, cur.Type(), desired.Handle(c.Minor), err)
 			}
@@ -190,6 +190,13 @@ func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired 
 		res.Leaves = append(res.Leaves, c.Minor)
 	}
 	return nil
+}
+
+// sameHandleOtherKind reports whether new would take cur's handle with
+// another kind: the kernel refuses that replace ("Invalid qdisc name"), so
+// cur goes first (an fq_codel leaf becoming a bfifo, or back).
+func sameHandleOtherKind(cur, new netlink.Qdisc) bool {
+	return cur.Attrs().Handle == new.Attrs().Handle && cur.Type() != new.Type()
 }
 
 // asKernel returns the qdisc q as the kernel reports it once written:
