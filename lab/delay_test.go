@@ -11,8 +11,8 @@ import (
 // only that one: the packets after it are in order again).
 func TestDelayRecorder(t *testing.T) {
 	start := time.Now().Add(-3 * time.Second)
-	r := newDelayRecorder(start, 3)
-	at := func(s float64) int64 { return r.start + int64(s*float64(time.Second)) }
+	r := newDelayRecorder(3)
+	at := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	for _, p := range []struct {
 		seq      uint64
 		sent, rx float64
@@ -33,13 +33,13 @@ func TestDelayRecorder(t *testing.T) {
 			}
 		}
 	}
-	// A packet stamped by the sender carries its send time on the
-	// monotonic clock, which a kernel receive time moved onto that clock
-	// follows.
+	// A packet stamped by the sender carries its send time since the
+	// run's start, which a kernel receive time moved onto the monotonic
+	// clock follows.
 	buf := make([]byte, udpHeaderLen)
-	stampSend(buf)
-	if d := monoOf(time.Now()) - sentAt(buf); d < 0 || d > int64(time.Second) {
-		t.Errorf("stamp to now: %v", time.Duration(d))
+	stampSend(buf, start)
+	if d := onMonotonic(time.Now()).Sub(start) - sentAt(buf); d < 0 || d > time.Second {
+		t.Errorf("stamp to now: %v", d)
 	}
 	if binary.BigEndian.Uint64(buf[:8]) != 0 || binary.BigEndian.Uint32(buf[16:20]) != 0 {
 		t.Error("the send stamp overwrote the sequence or the run id")

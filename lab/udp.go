@@ -65,7 +65,7 @@ func (l *Lab) runUDP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
-			rec := newDelayRecorder(start, nsec)
+			rec := newDelayRecorder(nsec)
 			out[i].Received = receiveUDP(rx[i], out[i].Intervals, rec, start, rxDone, runID)
 			out[i].DelayMs = rec.ms
 		}()
@@ -113,7 +113,7 @@ func (l *Lab) udpSockets() (rx, tx []*net.UDPConn, err error) {
 // Built-in UDP payload layout: bytes 0..7 sequence number, 8..15 the gNB's
 // N3 receive time (written by the gNB; zero when sent), 16..19 the run id
 // (so a receiver ignores late packets of an earlier run still queued in a
-// leaf), 20..27 the send time (CLOCK_MONOTONIC ns, for one-way delay),
+// leaf), 20..27 the send time (ns since the run's start, for one-way delay),
 // then zeros.
 const udpHeaderLen = 28
 
@@ -132,7 +132,7 @@ func paceUDP(ctx context.Context, c *net.UDPConn, dst netip.AddrPort, payload in
 		due := uint64(time.Since(start)/perPkt) + 1
 		for seq < due && ctx.Err() == nil {
 			binary.BigEndian.PutUint64(buf, seq)
-			stampSend(buf)
+			stampSend(buf, start)
 			if _, err := c.WriteToUDPAddrPort(buf, dst); err != nil {
 				return seq, fmt.Errorf("udp sender to %v: %w", dst, err)
 			}
@@ -182,12 +182,13 @@ func receiveUDP(c *net.UDPConn, iv []Interval, rec *delayRecorder, start time.Ti
 		}
 		got++
 		seq := binary.BigEndian.Uint64(buf)
-		rxMono := monoNow()
-		if ts, ok := rxTimestamp(oob[:oobn]); ok {
-			rxMono = monoOf(ts)
+		rx := time.Now()
+		kernelRx, ok := rxTimestamp(oob[:oobn])
+		if ok {
+			rx = onMonotonic(kernelRx)
 		}
-		reordered := rec.add(seq, sentAt(buf), rxMono)
-		at := receivedAt(buf, oob[:oobn], start, len(iv))
+		reordered := rec.add(seq, sentAt(buf), rx.Sub(start))
+		at := receivedAt(buf, kernelRx, start, len(iv))
 		s := int(at.Sub(start) / time.Second)
 		if at.Before(start) || s >= len(iv) {
 			continue
@@ -210,7 +211,7 @@ func receiveUDP(c *net.UDPConn, iv []Interval, rec *delayRecorder, start time.Ti
 // end, as a step of the wall clock or a bogus kernel stamp would give) is
 // passed over for the next, so one bad clock reading cannot move a whole
 // run's packets out of its seconds.
-func receivedAt(payload, oob []byte, start time.Time, seconds int) time.Time {
+func receivedAt(payload []byte, kernelRx time.Time, start time.Time, seconds int) time.Time {
 	inRun := func(t time.Time) bool {
 		return !t.IsZero() && !t.Before(start.Add(-time.Second)) && t.Before(start.Add(time.Duration(seconds+1)*time.Second))
 	}
@@ -219,8 +220,8 @@ func receivedAt(payload, oob []byte, start time.Time, seconds int) time.Time {
 			return at
 		}
 	}
-	if ts, ok := rxTimestamp(oob); ok {
-		if at := onMonotonic(ts); inRun(at) {
+	if !kernelRx.IsZero() {
+		if at := onMonotonic(kernelRx); inRun(at) {
 			return at
 		}
 	}

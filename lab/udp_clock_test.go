@@ -33,12 +33,12 @@ func TestReceivedAtSkipsImplausibleStamps(t *testing.T) {
 	sec := func(at time.Time) int { return int(at.Sub(start) / time.Second) }
 
 	stamp(time.Now().Add(-1500 * time.Millisecond)) // half a second into the run
-	if s := sec(receivedAt(payload, nil, start, 10)); s != 0 {
+	if s := sec(receivedAt(payload, time.Time{}, start, 10)); s != 0 {
 		t.Errorf("a plausible gNB stamp lands in second %d; want 0", s)
 	}
 	for _, bogus := range []time.Time{time.Unix(3, 0), time.Now().Add(-time.Hour), time.Now().Add(time.Hour)} {
 		stamp(bogus)
-		if s := sec(receivedAt(payload, nil, start, 10)); s != 2 {
+		if s := sec(receivedAt(payload, time.Time{}, start, 10)); s != 2 {
 			t.Errorf("gNB stamp %v: packet in second %d; want 2 (now)", bogus, s)
 		}
 	}
