@@ -143,23 +143,11 @@ func (r *Reconciler) readFifoLimits(link netlink.Link, byParent map[uint32]netli
 // parseBfifo decodes an RTM_NEWQDISC message of a bfifo; ok is false for
 // other kinds.
 func parseBfifo(b []byte) (q *bfifoQdisc, ok bool, err error) {
-	if len(b) < nl.SizeofTcMsg {
-		return nil, false, fmt.Errorf("qdisc message: %d bytes", len(b))
-	}
-	m := nl.DeserializeTcMsg(b)
-	q = &bfifoQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: int(m.Ifindex), Handle: m.Handle, Parent: m.Parent}}
-	var opts []byte
-	err = walkAttrs(b[nl.SizeofTcMsg:], func(typ uint16, v []byte) {
-		switch typ {
-		case nl.TCA_KIND:
-			ok = unix.ByteSliceToString(v) == "bfifo"
-		case nl.TCA_OPTIONS:
-			opts = v
-		}
-	})
+	m, opts, ok, err := kindOptions(b, "bfifo", "qdisc")
 	if err != nil || !ok || len(opts) < 4 {
 		return nil, false, err
 	}
+	q = &bfifoQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: int(m.Ifindex), Handle: m.Handle, Parent: m.Parent}}
 	q.Limit = binary.NativeEndian.Uint32(opts)
 	return q, true, nil
 }

@@ -234,29 +234,35 @@ func parseStab(b []byte) (*sizeSpec, error) {
 	return nil, errors.New("size table without its base")
 }
 
-// parseClass decodes an RTM_NEWTCLASS message of an HTB class; ok is false
-// for other kinds.
-func parseClass(b []byte) (hc *netlink.HtbClass, over rateOverhead, ok bool, err error) {
+// kindOptions splits a tc message (qdisc or class) into its header and
+// its TCA_OPTIONS, reporting whether its TCA_KIND is kind. The attributes
+// are walked, not parsed into a list: a read-back parses one message per
+// class, 65k at the most.
+func kindOptions(b []byte, kind, what string) (m *nl.TcMsg, opts []byte, ok bool, err error) {
 	if len(b) < nl.SizeofTcMsg {
-		return nil, over, false, fmt.Errorf("class message: %d bytes", len(b))
+		return nil, nil, false, fmt.Errorf("%s message: %d bytes", what, len(b))
 	}
-	m := nl.DeserializeTcMsg(b)
-	var opts []byte
-	// Walked, not parsed into a list: a read-back parses one message per
-	// class, 65k at the most.
+	m = nl.DeserializeTcMsg(b)
 	err = walkAttrs(b[nl.SizeofTcMsg:], func(typ uint16, v []byte) {
 		switch typ {
 		case nl.TCA_KIND:
-			ok = unix.ByteSliceToString(v) == "htb"
+			ok = unix.ByteSliceToString(v) == kind
 		case nl.TCA_OPTIONS:
 			opts = v
 		}
 	})
 	if err != nil {
-		return nil, over, false, fmt.Errorf("class message: %w", err)
+		return nil, nil, false, fmt.Errorf("%s message: %w", what, err)
 	}
-	if !ok || opts == nil {
-		return nil, over, false, nil
+	return m, opts, ok, nil
+}
+
+// parseClass decodes an RTM_NEWTCLASS message of an HTB class; ok is false
+// for other kinds.
+func parseClass(b []byte) (hc *netlink.HtbClass, over rateOverhead, ok bool, err error) {
+	m, opts, ok, err := kindOptions(b, "htb", "class")
+	if err != nil || !ok || opts == nil {
+		return nil, over, false, err
 	}
 	hc = &netlink.HtbClass{ClassAttrs: netlink.ClassAttrs{LinkIndex: int(m.Ifindex), Handle: m.Handle, Parent: m.Parent}}
 	err = walkAttrs(opts, func(typ uint16, v []byte) {
