@@ -129,3 +129,32 @@ func TestSideBySideOutput(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// A sweep under two backends parses --backend, lists every unit once per
+// backend, and counts a unit's checks over both.
+func TestSweepSideBySide(t *testing.T) {
+	o, err := Spec{Lab: true, Traffic: "builtin", Sweep: "payload=64,1400", Backends: "htb,edt"}.SweepOptions(nil)
+	if err != nil || !slices.Equal(o.Backends, []string{"htb", "edt"}) {
+		t.Fatalf("sweep options: %+v, %v", o, err)
+	}
+	if _, err := (Spec{Lab: true, Traffic: "builtin", Sweep: "payload=64", Backends: "fq"}).SweepOptions(nil); err == nil || !strings.HasPrefix(err.Error(), `--backend "fq"`) {
+		t.Errorf("bad backend in a sweep: %v", err)
+	}
+	r := &SweepResults{RateScale: 1, Tolerance: 0.01}
+	for _, be := range []string{"htb", "edt"} {
+		r.Runs = append(r.Runs, SweepRun{Scenario: "gbr", Payload: 64, Unit: "packet/" + be, Backend: be,
+			Flows: []FlowRun{{Name: "A", IP: 6}}, Checks: []Check{{Name: "A", OK: be == "htb"}}})
+	}
+	if f, n := r.Failed("packet"); f != 1 || n != 2 {
+		t.Errorf("Failed(packet) = %d of %d, want 1 of 2", f, n)
+	}
+	var b bytes.Buffer
+	if err := WriteSweepTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"packet/htb", "packet/edt", "accounting packet/edt: 0 of 1 checks passed"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("sweep table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -150,6 +150,9 @@ func (s Spec) SweepOptions(args []string) (SweepOptions, error) {
 	if o.Payloads, err = ParseSweep(s.Sweep); err != nil {
 		return o, err
 	}
+	if o.Backends, err = ParseBackends(s.Backends); err != nil {
+		return o, err
+	}
 	win := or(s.Window, "5-11")
 	if o.Duration, o.WindowStart, o.WindowEnd, err = ParseProtocol(or(s.Duration, "12s"), win); err != nil {
 		return o, err

@@ -90,3 +90,28 @@ func (s *switcher) close() error {
 	}
 	return s.be.Close()
 }
+
+// counters reads the open backend's class counters and, under
+// flowCounterKey, each flow's own: under a backend whose flows share
+// classes (edt) only the latter are one flow's.
+func (s *switcher) counters(ctx context.Context) (map[string]shaper.Counters, error) {
+	be, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	out, err := be.Counters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fcs, err := be.FlowCounters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, fc := range fcs {
+		out[flowCounterKey(fc.Flow)] = fc.Counters
+	}
+	return out, nil
+}
+
+// flowCounterKey is where counters holds a flow's own counters.
+func flowCounterKey(id shaper.FlowID) string { return "flow " + id.String() }

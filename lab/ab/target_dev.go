@@ -54,11 +54,7 @@ func (t *DeviceTarget) Apply(ctx context.Context, arm Arm) (shaper.Report, error
 
 // Counters reads the device's class counters.
 func (t *DeviceTarget) Counters(ctx context.Context) (map[string]shaper.Counters, error) {
-	be, err := t.be.current()
-	if err != nil {
-		return nil, err
-	}
-	return be.Counters(ctx)
+	return t.be.counters(ctx)
 }
 
 // Traffic waits for the run to end: traffic comes from elsewhere.

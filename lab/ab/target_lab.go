@@ -124,11 +124,7 @@ func withLabTEIDs(arm Arm, pdrs []lab.PDR) Arm {
 
 // Counters reads the N3 device's class counters.
 func (t *LabTarget) Counters(ctx context.Context) (map[string]shaper.Counters, error) {
-	be, err := t.be.current()
-	if err != nil {
-		return nil, err
-	}
-	return be.Counters(ctx)
+	return t.be.counters(ctx)
 }
 
 // Reset removes the tree from the lab's N3 device, and with it every packet
