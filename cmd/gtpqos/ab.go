@@ -37,7 +37,6 @@ timeseries.csv and SVG figures to --out.
   sudo gtpqos ab --lab --demo                     # the seed's static vs aware, ~2 minutes
   sudo gtpqos ab --lab --demo --duration 60 --window 10-50 --runs 5   # the seed's protocol
   sudo gtpqos ab --lab --demo --tcp               # the same contracts with TCP
-  sudo gtpqos ab --lab --demo --backend htb,edt   # both backends side by side (edt needs sch_fq)
   sudo gtpqos ab --dev eth1 static=s.yaml aware=a.yaml   # a real UPF: counters only
   sudo gtpqos ab --lab --sweep payload=64,128,256,512,1200,1400   # contract error vs packet size,
                                                   # packet and frame accounting side by side (~7 min)
@@ -66,7 +65,7 @@ func (f *abFlags) flagSet() *flag.FlagSet {
 	fs.StringVar(&f.out, "out", "out", "output directory")
 	fs.StringVar(&f.Dev, "dev", "", "device to shape and measure (without --lab)")
 	fs.StringVar(&f.Classifier, "classifier", "", "classifier kind override: "+backends.Choices("classifier"))
-	fs.StringVar(&f.Backends, "backend", "", "backend for every arm, or a list run side by side (htb,edt: each arm once per backend, named ARM/BACKEND, every output with a backend column): "+strings.Join(backends.Names(), ", "))
+	fs.StringVar(&f.Backends, "backend", "", "backend for every arm, or a comma-separated list run side by side (each arm once per backend, named ARM/BACKEND; every output gets a backend column): "+strings.Join(backends.Names(), ", "))
 	fs.StringVar(&f.Leaf, "leaf", "", "leaf qdisc override: "+backends.Choices("leaf"))
 	fs.StringVar(&f.LabPDRs, "lab-pdrs", "", "lab: YAML file with a 'pdrs:' list (name, seid, qer, ue, dn, ue_port, teid, qfi, mark) instead of the seed's three (docs/lab.md)")
 	fs.Float64Var(&f.Tolerance, "tolerance", 0.05, "GBR/MBR compliance tolerance (0.05 = 5%)")
