@@ -65,6 +65,7 @@ func (f *abFlags) flagSet() *flag.FlagSet {
 	fs.StringVar(&f.out, "out", "out", "output directory")
 	fs.StringVar(&f.Dev, "dev", "", "device to shape and measure (without --lab)")
 	fs.StringVar(&f.Classifier, "classifier", "", "classifier kind override: "+backends.Choices("classifier"))
+	fs.StringVar(&f.Backends, "backend", "", "backend for every arm, or a comma-separated list run side by side (each arm once per backend, named ARM/BACKEND; every output gets a backend column): "+strings.Join(backends.Names(), ", "))
 	fs.StringVar(&f.Leaf, "leaf", "", "leaf qdisc override: "+backends.Choices("leaf"))
 	fs.StringVar(&f.LabPDRs, "lab-pdrs", "", "lab: YAML file with a 'pdrs:' list (name, seid, qer, ue, dn, ue_port, teid, qfi, mark) instead of the seed's three (docs/lab.md)")
 	fs.Float64Var(&f.Tolerance, "tolerance", 0.05, "GBR/MBR compliance tolerance (0.05 = 5%)")

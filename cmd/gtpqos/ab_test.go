@@ -22,6 +22,8 @@ func TestABExitStatus(t *testing.T) {
 		{[]string{"ab", "--lab", "--classifier", "nope", arm}, 2, "gtpqos ab: --classifier"},
 		{[]string{"ab", "--lab", "--sweep", "payload=x"}, 2, "gtpqos ab: --sweep: payload \"x\""},
 		{[]string{"ab", "--sweep", "payload=64"}, 2, "gtpqos ab: --sweep runs its own scenarios in the lab"},
+		{[]string{"ab", "--lab", "--backend", "htb,nope", arm}, 2, "gtpqos ab: --backend \"htb,nope\": unknown backend \"nope\""},
+		{[]string{"ab", "--lab", "--backend", "edt,edt", "nope.yaml"}, 2, "gtpqos ab: --backend \"edt,edt\": backend edt given twice"},
 		{[]string{"ab", "--bogus"}, 2, "gtpqos ab: flag provided but not defined"},
 		{[]string{"ab", "--lab", "nope.yaml"}, 1, "arm \"nope.yaml\""},
 		{[]string{"ab", "--dev", "gtpqos-none0", arm}, 1, "device gtpqos-none0: "},
@@ -39,7 +41,7 @@ func TestABHelpListsFlags(t *testing.T) {
 	if code := run([]string{"ab", "-h"}, &out, &errb); code != 0 {
 		t.Fatalf("ab -h: exit %d, stderr %q", code, errb.String())
 	}
-	for _, f := range []string{"usage: gtpqos ab", "-lab", "-demo", "-sweep", "-replot", "-lab-pdrs", "-tolerance"} {
+	for _, f := range []string{"usage: gtpqos ab", "-lab", "-demo", "-sweep", "-replot", "-lab-pdrs", "-tolerance", "-backend"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("ab -h does not show %s", f)
 		}

@@ -37,8 +37,44 @@ func userRate(f FlowSummary) float64 {
 //     user's IP packets) under packet accounting, payload + 86 (N3 frames,
 //     1286 for 1200-byte payloads) under frame accounting.
 //
+// With arms under more than one backend, each backend's arms are judged
+// on their own and each check's name starts with the backend's.
 // It returns nil when the results do not have the seed's shape.
 func SeedAcceptance(res *Results) []Check {
+	groups := byBackend(res.Arms)
+	if len(groups) < 2 {
+		return seedAcceptance(res)
+	}
+	var cs []Check
+	for _, g := range groups {
+		sub := *res
+		sub.Arms = g
+		for _, c := range seedAcceptance(&sub) {
+			c.Name = armBackend(g[0].Arm) + ": " + c.Name
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// byBackend splits the arms by backend, in the order the backends first
+// appear.
+func byBackend(arms []ArmSummary) [][]ArmSummary {
+	var out [][]ArmSummary
+	at := map[string]int{}
+	for _, as := range arms {
+		n := armBackend(as.Arm)
+		i, ok := at[n]
+		if !ok {
+			i, at[n] = len(out), len(out)
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], as)
+	}
+	return out
+}
+
+func seedAcceptance(res *Results) []Check {
 	static, aware := seedSummaries(res)
 	var cs []Check
 	add := func(name string, ok bool, format string, a ...any) {

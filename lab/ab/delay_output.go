@@ -30,13 +30,13 @@ func writeDelayTable(w io.Writer, res *Results) error {
 	fmt.Fprintf(w, "one-way delay of the packets sent in seconds %d-%d, ms: p50 / p99 / p99.9 / max, jitter (mean |ΔD|), reordered packets; mean over %d run(s) per arm\n",
 		res.WindowFrom, res.WindowTo, res.Runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"config"}
+	head := []string{"config", "backend"}
 	for _, f := range res.Arms[0].Flows {
 		head = append(head, "Flow "+f.Name)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, as := range res.Arms {
-		row := []string{as.Arm.Name}
+		row := []string{as.Arm.Name, armBackend(as.Arm)}
 		for _, f := range as.Flows {
 			row = append(row, fmtDelay(f.Delay))
 		}

@@ -63,7 +63,7 @@ func measure(run *RunResult, o *Options, arm Arm, rep shaper.Report, scale float
 		fr := FlowRun{Name: flowName(f), GBR: float64(f.GBR) * scale / 1e6, MBR: float64(f.MBR) * scale / 1e6, Lost: -1, LossFrac: -1}
 		if c, ok := rep.FlowClass(f.ID); ok {
 			fr.Class = c.Handle
-			a, b := s1[c.Handle], s2[c.Handle]
+			a, b := flowCounters(s1, s2, f.ID, c.Handle)
 			db, dp := b.Bytes-a.Bytes, b.Packets-a.Packets
 			if b.Bytes < a.Bytes || b.Packets < a.Packets {
 				db, dp = 0, 0 // class re-created between samples
@@ -109,6 +109,18 @@ func measure(run *RunResult, o *Options, arm Arm, rep shaper.Report, scale float
 	if s2[dflt].Packets >= s1[dflt].Packets {
 		run.Unclassified = s2[dflt].Packets - s1[dflt].Packets
 	}
+}
+
+// flowCounters are the flow's own counters in both snapshots where the
+// backend gave them (edt's flows share classes), else its class's.
+func flowCounters(s1, s2 map[string]shaper.Counters, id shaper.FlowID, class string) (a, b shaper.Counters) {
+	k := flowCounterKey(id)
+	a1, ok1 := s1[k]
+	b2, ok2 := s2[k]
+	if ok1 && ok2 {
+		return a1, b2
+	}
+	return s1[class], s2[class]
 }
 
 // receiverRates fills a flow's goodput, user-packet rate, loss and delay

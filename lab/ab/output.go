@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -59,13 +60,13 @@ func resultsCSV(res *Results) []byte {
 	var b csvBuf
 	w := csv.NewWriter(&b)
 	_ = w.Write(append([]string{"arm", "run", "flow", "class", "gbr_mbps", "mbr_mbps", "goodput_mbps", "outer_mbps",
-		"frame_bytes", "class_drops", "udp_lost", "tcp_retransmits", "gbr_pass", "mbr_pass", "aggregate_mbps"}, delayColumns...))
+		"frame_bytes", "class_drops", "udp_lost", "tcp_retransmits", "gbr_pass", "mbr_pass", "aggregate_mbps"}, append(slices.Clone(delayColumns), "backend")...))
 	for _, r := range res.RunList {
 		for _, f := range r.Flows {
 			_ = w.Write(append([]string{r.Arm, strconv.Itoa(r.Index), f.Name, f.Class, f3(f.GBR), f3(f.MBR), f3(f.Goodput), f3(f.Outer),
 				strconv.FormatFloat(f.Frame, 'f', 1, 64), strconv.FormatUint(f.Drops, 10), strconv.FormatInt(f.Lost, 10),
 				strconv.FormatUint(f.Retransmits, 10), strconv.FormatBool(f.GBRPass), strconv.FormatBool(f.MBRPass), f3(r.Aggregate)},
-				delayCells(f.Delay)...))
+				append(delayCells(f.Delay), r.Backend)...))
 		}
 	}
 	w.Flush()
@@ -75,11 +76,11 @@ func resultsCSV(res *Results) []byte {
 func seriesCSV(res *Results) []byte {
 	var b csvBuf
 	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"arm", "run", "flow", "second", "goodput_mbps"})
+	_ = w.Write([]string{"arm", "run", "flow", "second", "goodput_mbps", "backend"})
 	for _, r := range res.RunList {
 		for _, f := range r.Flows {
 			for s, v := range f.Series {
-				_ = w.Write([]string{r.Arm, strconv.Itoa(r.Index), f.Name, strconv.Itoa(s), f3(v)})
+				_ = w.Write([]string{r.Arm, strconv.Itoa(r.Index), f.Name, strconv.Itoa(s), f3(v), r.Backend})
 			}
 		}
 	}

@@ -124,7 +124,7 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 }
 
 func runOne(ctx context.Context, t Target, o *Options, arm Arm, index int) (RunResult, error) {
-	run := RunResult{Arm: arm.Name, Index: index}
+	run := RunResult{Arm: arm.Name, Index: index, Backend: armBackend(arm)}
 	if arm.Policer != "" {
 		if err := o.SetPolicer(arm.Policer == "on"); err != nil {
 			return run, fmt.Errorf("native policer %s: %w", arm.Policer, err)

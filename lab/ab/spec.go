@@ -44,6 +44,9 @@ type Spec struct {
 	Pause     time.Duration
 	// Sweep is a sweep's payload list ("payload=64,128").
 	Sweep string
+	// Backends is --backend: a backend, or a list to run side by side
+	// ("htb,edt"); "" keeps the arms' own.
+	Backends string
 }
 
 // DemoArms are the seed experiment's two configurations.
@@ -78,6 +81,10 @@ func usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(form
 // built; whether gtp5g's native policer exists is checked by OpenTarget.
 func (s Spec) Options(args []string) (Options, error) {
 	o := Options{Runs: 3, Tolerance: s.Tolerance, Payload: s.Payload, TCP: s.TCP, Pause: s.Pause}
+	names, err := ParseBackends(s.Backends)
+	if err != nil {
+		return o, err
+	}
 	dur, win := "60s", "10-50"
 	if s.Demo {
 		o.Runs, dur, win = 2, "20s", "5-15"
@@ -88,7 +95,6 @@ func (s Spec) Options(args []string) (Options, error) {
 	if s.Runs != 0 {
 		o.Runs = s.Runs
 	}
-	var err error
 	if o.Duration, o.WindowStart, o.WindowEnd, err = ParseProtocol(or(s.Duration, dur), or(s.Window, win)); err != nil {
 		return o, err
 	}
@@ -112,6 +118,10 @@ func (s Spec) Options(args []string) (Options, error) {
 	}
 	if s.Demo && s.Lab && slices.Equal(args, DemoArms) {
 		demoBudget(o.Arms)
+	}
+	o.Arms = WithBackends(o.Arms, names)
+	for i := range o.Arms {
+		o.Arms[i].Backend = armBackend(o.Arms[i])
 	}
 	chk := o
 	chk.SetPolicer = func(bool) error { return nil }
@@ -138,6 +148,9 @@ func (s Spec) SweepOptions(args []string) (SweepOptions, error) {
 	}
 	var err error
 	if o.Payloads, err = ParseSweep(s.Sweep); err != nil {
+		return o, err
+	}
+	if o.Backends, err = ParseBackends(s.Backends); err != nil {
 		return o, err
 	}
 	win := or(s.Window, "5-11")

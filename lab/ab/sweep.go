@@ -133,6 +133,9 @@ type SweepOptions struct {
 	Scenarios []string
 	// Units are the accountings to compare (nil: packet and frame).
 	Units []shaper.Accounting
+	// Backends run every unit side by side (nil: the default); with more
+	// than one, a run's unit is named UNIT/BACKEND.
+	Backends []string
 	// Duration and the analysis window of each run.
 	Duration, WindowStart, WindowEnd time.Duration
 	// Tolerance is the contracts' tolerance (0.01: ±1%).
@@ -148,6 +151,7 @@ type SweepRun struct {
 	Scenario string    `json:"scenario"`
 	Payload  int       `json:"payload_bytes"`
 	Unit     string    `json:"accounting"`
+	Backend  string    `json:"backend"`
 	Flows    []FlowRun `json:"flows"`
 	Checks   []Check   `json:"checks"`
 	Notes    []string  `json:"notes,omitempty"`
@@ -222,34 +226,46 @@ func sweepOne(ctx context.Context, t *LabTarget, o *SweepOptions, sc Scenario, p
 	for _, u := range units {
 		pol := shaper.DefaultPolicy(sc.Link)
 		pol.Accounting, pol.DelayBudget = u, RateBudget
-		arm := Arm{Name: u.String(), Source: "scenario " + sc.Name, Flows: sc.Flows, Policy: pol, Offered: sc.Offered}
-		if err := t.Reset(ctx); err != nil {
-			return out, err
-		}
-		res, err := Run(ctx, t, Options{Arms: []Arm{arm}, Runs: 1, Duration: o.Duration, WindowStart: o.WindowStart, WindowEnd: o.WindowEnd,
-			Tolerance: o.Tolerance, Payload: payload, Generator: "builtin", Progress: o.Progress})
-		if err != nil {
-			return out, err
-		}
-		r := res.RunList[0]
-		byName := map[string]FlowRun{}
-		for _, f := range r.Flows {
-			byName[f.Name] = f
-		}
-		sr := SweepRun{Scenario: sc.Name, Payload: payload, Unit: r.Arm, Flows: r.Flows, Checks: sc.check(c, byName), Notes: r.Notes}
-		for _, ch := range sr.Checks {
-			o.progress("  %s %s: %s: %s", sr.Unit, verdictWord(ch.OK), ch.Name, ch.Detail)
-		}
-		out = append(out, sr)
-		if o.Pause > 0 {
-			select {
-			case <-ctx.Done():
-				return out, ctx.Err()
-			case <-time.After(o.Pause):
+		for _, arm := range WithBackends([]Arm{{Name: u.String(), Source: "scenario " + sc.Name, Flows: sc.Flows, Policy: pol, Offered: sc.Offered}}, o.Backends) {
+			sr, err := sweepArm(ctx, t, o, sc, c, arm)
+			if sr.Scenario != "" {
+				out = append(out, sr)
+			}
+			if err != nil {
+				return out, err
 			}
 		}
 	}
 	return out, nil
+}
+
+// sweepArm runs one scenario's arm once on a freshly built tree.
+func sweepArm(ctx context.Context, t *LabTarget, o *SweepOptions, sc Scenario, c sweepCase, arm Arm) (SweepRun, error) {
+	if err := t.Reset(ctx); err != nil {
+		return SweepRun{}, err
+	}
+	res, err := Run(ctx, t, Options{Arms: []Arm{arm}, Runs: 1, Duration: o.Duration, WindowStart: o.WindowStart, WindowEnd: o.WindowEnd,
+		Tolerance: o.Tolerance, Payload: c.payload, Generator: "builtin", Progress: o.Progress})
+	if err != nil {
+		return SweepRun{}, err
+	}
+	r := res.RunList[0]
+	byName := map[string]FlowRun{}
+	for _, f := range r.Flows {
+		byName[f.Name] = f
+	}
+	sr := SweepRun{Scenario: sc.Name, Payload: c.payload, Unit: r.Arm, Backend: r.Backend, Flows: r.Flows, Checks: sc.check(c, byName), Notes: r.Notes}
+	for _, ch := range sr.Checks {
+		o.progress("  %s %s: %s: %s", sr.Unit, verdictWord(ch.OK), ch.Name, ch.Detail)
+	}
+	if o.Pause > 0 {
+		select {
+		case <-ctx.Done():
+			return sr, ctx.Err()
+		case <-time.After(o.Pause):
+		}
+	}
+	return sr, nil
 }
 
 func (o *SweepOptions) progress(format string, args ...any) {

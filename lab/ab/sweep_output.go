@@ -59,7 +59,7 @@ func (r *SweepResults) flowIP(scenario string, payload int, unit, flow string) (
 // Failed counts the failed checks of one unit ("" for all).
 func (r *SweepResults) Failed(unit string) (failed, total int) {
 	for _, x := range r.Runs {
-		if unit != "" && x.Unit != unit {
+		if unit != "" && x.Unit != unit && !strings.HasPrefix(x.Unit, unit+"/") {
 			continue
 		}
 		for _, c := range x.Checks {
@@ -171,11 +171,11 @@ func WriteSweepFiles(dir string, r *SweepResults) ([]string, error) {
 	}
 	var b csvBuf
 	cw := csv.NewWriter(&b)
-	_ = cw.Write([]string{"scenario", "payload_bytes", "accounting", "flow", "gbr_mbps", "mbr_mbps", "ip_mbps", "goodput_mbps", "lost", "loss_fraction", "counted_bytes", "frame_bytes"})
+	_ = cw.Write([]string{"scenario", "payload_bytes", "accounting", "flow", "gbr_mbps", "mbr_mbps", "ip_mbps", "goodput_mbps", "lost", "loss_fraction", "counted_bytes", "frame_bytes", "backend"})
 	for _, x := range r.Runs {
 		for _, f := range x.Flows {
 			_ = cw.Write([]string{x.Scenario, strconv.Itoa(x.Payload), x.Unit, f.Name, f3(f.GBR), f3(f.MBR), f3(f.IP), f3(f.Goodput),
-				strconv.FormatInt(f.Lost, 10), f3(f.LossFrac), strconv.FormatFloat(f.Counted, 'f', 1, 64), strconv.FormatFloat(f.Frame, 'f', 1, 64)})
+				strconv.FormatInt(f.Lost, 10), f3(f.LossFrac), strconv.FormatFloat(f.Counted, 'f', 1, 64), strconv.FormatFloat(f.Frame, 'f', 1, 64), x.Backend})
 		}
 	}
 	cw.Flush()

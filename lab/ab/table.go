@@ -64,7 +64,7 @@ func WriteTable(w io.Writer, res *Results) error {
 		fmt.Fprintf(w, " (%s)", res.Generator)
 	}
 	fmt.Fprintln(w)
-	head := []string{"config"}
+	head := []string{"config", "backend"}
 	for _, f := range res.Arms[0].Flows {
 		head = append(head, contractLabel(f))
 	}
@@ -72,7 +72,7 @@ func WriteTable(w io.Writer, res *Results) error {
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	scaleNote := ""
 	for _, as := range res.Arms {
-		row := []string{fmt.Sprintf("%s (gtpqos)", as.Arm.Name)}
+		row := []string{fmt.Sprintf("%s (gtpqos)", as.Arm.Name), armBackend(as.Arm)}
 		for _, f := range as.Flows {
 			row = append(row, fmtEst(f.Goodput))
 		}
@@ -86,7 +86,7 @@ func WriteTable(w io.Writer, res *Results) error {
 				scaleNote = fmt.Sprintf("rates scaled by %g (GTPQOS_LAB_RATE_SCALE); seed rows scaled to match", s)
 			}
 			ceil := 30 * s * 1200 / 1286
-			fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f%%\n", label, seed.a*s, seed.b*s, seed.c*s, seed.agg*s, 100*seed.agg*s/ceil)
+			fmt.Fprintf(tw, "%s\t-\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f%%\n", label, seed.a*s, seed.b*s, seed.c*s, seed.agg*s, 100*seed.agg*s/ceil)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -14,7 +14,7 @@ import (
 // namespace. It has no receivers: the operator drives the traffic, and the
 // flows' rates come from class counters.
 type DeviceTarget struct {
-	be      shaper.Backend
+	be      *switcher
 	dev     string
 	hadTree bool
 	lastArm string
@@ -24,13 +24,13 @@ type DeviceTarget struct {
 // NewDeviceTarget opens the device's backend (o overrides the arms'
 // classifier or leaf) and remembers whether it held a gtpqos tree.
 func NewDeviceTarget(ctx context.Context, dev string, o backends.Options) (*DeviceTarget, error) {
-	be, err := backends.Open(dev, o)
+	be, err := newSwitcher(dev, o)
 	if err != nil {
 		return nil, err
 	}
-	in, err := be.Inspect(ctx)
+	in, err := be.be.Inspect(ctx)
 	if err != nil && !errors.Is(err, shaper.ErrNotOwned) {
-		be.Close()
+		be.close()
 		return nil, fmt.Errorf("device %s: read tree: %w", dev, err)
 	}
 	return &DeviceTarget{be: be, dev: dev, hadTree: in != nil && in.Owned}, nil
@@ -45,12 +45,16 @@ func (t *DeviceTarget) Scale() float64 { return 1 }
 // Apply enforces the arm on the device.
 func (t *DeviceTarget) Apply(ctx context.Context, arm Arm) (shaper.Report, error) {
 	t.lastArm = arm.Name
-	return applyArm(ctx, t.be, arm, 1)
+	be, err := t.be.use(ctx, arm.Policy.Backend)
+	if err != nil {
+		return shaper.Report{}, err
+	}
+	return applyArm(ctx, be, arm, 1)
 }
 
 // Counters reads the device's class counters.
 func (t *DeviceTarget) Counters(ctx context.Context) (map[string]shaper.Counters, error) {
-	return t.be.Counters(ctx)
+	return t.be.counters(ctx)
 }
 
 // Traffic waits for the run to end: traffic comes from elsewhere.
@@ -62,11 +66,10 @@ func (t *DeviceTarget) Traffic(ctx context.Context, _ Arm, start time.Time, d ti
 // otherwise it leaves the last arm's tree and says so in Note. Closing the
 // backend releases the device's lock, if it was opened as a writer.
 func (t *DeviceTarget) Close(ctx context.Context) error {
-	defer t.be.Close()
+	defer t.be.close()
 	if t.hadTree {
 		t.Note = fmt.Sprintf("device %s had a gtpqos tree before the experiment; it now holds arm %s's tree", t.dev, t.lastArm)
 		return nil
 	}
-	_, err := t.be.Reset(ctx)
-	return err
+	return t.be.reset(ctx)
 }

@@ -15,7 +15,7 @@ import (
 // the lab's senders and receivers make and measure the traffic.
 type LabTarget struct {
 	lab       *lab.Lab
-	be        shaper.Backend
+	be        *switcher
 	shared    *backends.Shared
 	tcp       bool
 	payload   int
@@ -49,7 +49,7 @@ func NewLabTarget(l *lab.Lab, o LabOptions) (*LabTarget, error) {
 		t.shared = backends.NewShared(lab.N3Dev)
 		bo.Marks, bo.Shared = backends.Unmarked, t.shared
 	}
-	be, err := backends.Open(lab.N3Dev, bo)
+	be, err := newSwitcher(lab.N3Dev, bo)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,11 @@ func (t *LabTarget) Apply(ctx context.Context, arm Arm) (shaper.Report, error) {
 	if t.shared != nil {
 		arm = withLabTEIDs(arm, t.lab.PDRs())
 	}
-	return applyArm(ctx, t.be, arm, t.lab.Scale())
+	be, err := t.be.use(ctx, arm.Policy.Backend)
+	if err != nil {
+		return shaper.Report{}, err
+	}
+	return applyArm(ctx, be, arm, t.lab.Scale())
 }
 
 // withLabTEIDs gives the arm's flows without a TEID their lab PDR's TEID
@@ -120,14 +124,13 @@ func withLabTEIDs(arm Arm, pdrs []lab.PDR) Arm {
 
 // Counters reads the N3 device's class counters.
 func (t *LabTarget) Counters(ctx context.Context) (map[string]shaper.Counters, error) {
-	return t.be.Counters(ctx)
+	return t.be.counters(ctx)
 }
 
 // Reset removes the tree from the lab's N3 device, and with it every packet
 // its leaves still hold; the next Apply builds it again.
 func (t *LabTarget) Reset(ctx context.Context) error {
-	_, err := t.be.Reset(ctx)
-	return err
+	return t.be.reset(ctx)
 }
 
 // SetPayload sets the UDP payload size of the next runs.
@@ -194,9 +197,9 @@ func (t *LabTarget) Traffic(ctx context.Context, arm Arm, start time.Time, d tim
 // Close removes the tree and the GTP-U classifier (the lab's namespaces go
 // with the lab).
 func (t *LabTarget) Close(ctx context.Context) error {
-	_, err := t.be.Reset(ctx)
+	err := t.be.reset(ctx)
 	err = errors.Join(err, t.shared.Close(t.lab.UPFNetlink()))
-	return errors.Join(err, t.be.Close())
+	return errors.Join(err, t.be.close())
 }
 
 // CheckLabFlows checks that every flow of the arm has a lab PDR with the

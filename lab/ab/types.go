@@ -18,6 +18,8 @@ type Arm struct {
 	Flows []shaper.Flow `json:"-"`
 	// Policy is the shaper policy (mode, link rate, bursts, ...).
 	Policy shaper.Policy `json:"-"`
+	// Backend is the backend that enforces the arm (its policy's).
+	Backend string `json:"backend,omitempty"`
 	// Policer sets gtp5g's native MBR policer for the arm: "on", "off", or
 	// "" to leave it alone.
 	Policer string `json:"policer,omitempty"`
@@ -105,6 +107,8 @@ type RunResult struct {
 	// Arm is the arm's name; Index the run's number (from 1).
 	Arm   string `json:"arm"`
 	Index int    `json:"run"`
+	// Backend is the backend that enforced the run's tree.
+	Backend string `json:"backend"`
 	// Started is when traffic started.
 	Started time.Time `json:"started"`
 	// Apply is the reconciler's one-line summary.
