@@ -48,8 +48,8 @@ func (b *chunkBinder) due(r shaper.Role) bool {
 // bindExisting binds every desired flow class that exists now (created by
 // this run, or there before it and not moved).
 func (u *run) bindExisting() error {
-	return u.syncClassifier(u.desired.tableOf(func(m uint16) bool {
-		_, exists := u.st.classes.get(m)
+	return u.syncClassifier(u.desired.TableOf(func(m uint16) bool {
+		_, exists := u.st.classes.Get(m)
 		return exists
 	}))
 }

@@ -33,8 +33,8 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 
 	// Drift: a flow class's rate changed, another class deleted (a class
 	// a fw filter points at cannot be: its filter goes first).
-	c3, _ := kept.classes.get(kept.minor[shaper.FlowID{SEID: 3, QERID: 1}])
-	c4, _ := kept.classes.get(kept.minor[shaper.FlowID{SEID: 4, QERID: 2}])
+	c3, _ := kept.Classes.Get(kept.Minor[shaper.FlowID{SEID: 3, QERID: 1}])
+	c4, _ := kept.Classes.Get(kept.Minor[shaper.FlowID{SEID: 4, QERID: 2}])
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:1", "classid", fmt.Sprintf("6771:%x", c3.Minor), "htb", "rate", "7mbit", "ceil", "9mbit")
 	if strings.Contains(l.ns.Run(t, "tc", "filter", "show", "dev", l.dev, "parent", "6771:"), " fw ") {
 		l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", "10", "handle", fmt.Sprintf("%#x", c4.Mark), "fw")
@@ -56,7 +56,7 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 	if rep.Classes != nil {
 		t.Errorf("a resync asked for no class list reported %d classes", len(rep.Classes))
 	}
-	if rep.Flows != len(flows) || rep.ClassCount != len(kept.desired().Classes) || rep.Writes == 0 {
+	if rep.Flows != len(flows) || rep.ClassCount != len(kept.Desired().Classes) || rep.Writes == 0 {
 		t.Errorf("resync report: %d flows, %d classes, %d writes (%s); want %d flows, every class, the repair's writes",
 			rep.Flows, rep.ClassCount, rep.Writes, rep.Summary, len(flows))
 	}
@@ -86,28 +86,5 @@ func TestIntegrationResyncFromKeptPlan(t *testing.T) {
 	}
 	if be.plan == kept {
 		t.Error("an Apply under another policy kept the old plan")
-	}
-}
-
-func TestKeptPlanSameInput(t *testing.T) {
-	a, b1, b2, c := updateFlow(1, 1, 1, 0), updateFlow(2, 1, 0, 0), updateFlow(2, 2, 0, 0), updateFlow(3, 1, 0, 0)
-	s := &planState{input: map[uint64][]shaper.Flow{1: {a}, 2: {b1, b2}, 3: {c}}}
-	for _, c := range []struct {
-		flows []shaper.Flow
-		same  bool
-	}{
-		{[]shaper.Flow{a, b1, b2, c}, true},
-		{[]shaper.Flow{b1, b2, a, c}, false},      // sessions out of order: a full plan
-		{[]shaper.Flow{a, b2, b1, c}, false},      // a session's flows in another order
-		{[]shaper.Flow{b1, a, b2, c}, false},      // a session split in two runs
-		{[]shaper.Flow{a, b1, b2, a}, false},      // a session twice, one missing
-		{[]shaper.Flow{a, b1, b2, b1, b2}, false}, // as many runs as sessions, one missing
-		{[]shaper.Flow{a, b1, b2}, false},
-		{[]shaper.Flow{a, b1, b2, c, updateFlow(4, 1, 0, 0)}, false},
-		{nil, false},
-	} {
-		if got := s.sameInput(c.flows); got != c.same {
-			t.Errorf("sameInput(%v) = %v, want %v", c.flows, got, c.same)
-		}
 	}
 }

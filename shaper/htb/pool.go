@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sync"
 )
 
@@ -30,7 +31,7 @@ func (b *Backend) startGrower() {
 
 // requestSpares asks the grower to fill the pool; b.mu is held.
 func (b *Backend) requestSpares() {
-	if b.grow == nil || b.plan == nil || len(b.plan.spares) >= b.plan.pol.Pool {
+	if b.grow == nil || b.plan == nil || len(b.plan.Spares) >= b.plan.Pol.Pool {
 		return
 	}
 	select {
@@ -46,7 +47,7 @@ func (b *Backend) requestSpares() {
 // tc write waits) away from events while adds and removes balance: a
 // removed flow's class is parked and the next new flow takes it.
 func (b *Backend) refillIfLow() {
-	if b.plan != nil && len(b.plan.spares) <= b.plan.pol.Pool/2 {
+	if b.plan != nil && len(b.plan.Spares) <= b.plan.Pol.Pool/2 {
 		b.requestSpares()
 	}
 }
@@ -83,24 +84,24 @@ func (b *Backend) growOne() (ready, want int, more bool) {
 		return 0, 0, false // a full apply comes first (and asks again)
 	}
 	s := b.plan
-	want = s.pol.Pool
-	if len(s.spares) >= want {
-		return len(s.spares), want, false
+	want = s.Pol.Pool
+	if len(s.Spares) >= want {
+		return len(s.Spares), want, false
 	}
-	m, ok := s.alloc()
+	m, ok := s.Alloc()
 	if !ok {
-		return len(s.spares), want, false
+		return len(s.Spares), want, false
 	}
-	c := spareClass(s.base, m)
-	if _, err := b.rec.writeDelta(b.grow.ctx, &delta{create: []Class{c}}); err != nil {
-		s.free(m)
+	c := plan.SpareClass(s.Base, m)
+	if _, err := b.rec.writeDelta(b.grow.ctx, &plan.Delta{Create: []plan.Class{c}}); err != nil {
+		s.Free(m)
 		b.plan = nil
 		return 0, want, false
 	}
 	b.updated = true
-	s.classes.set(c.Minor, c)
-	s.spares = append(s.spares, m) // alloc gives ascending minors
-	return len(s.spares), want, len(s.spares) < want
+	s.Classes.Set(c.Minor, c)
+	s.Spares = append(s.Spares, m) // alloc gives ascending minors
+	return len(s.Spares), want, len(s.Spares) < want
 }
 
 // stopGrower ends the background goroutine and waits for it.

@@ -1,30 +1,30 @@
-package htb
+package plan
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/spec"
 )
 
-// planState is the plan the HTB backend keeps between applies, indexed so
+// State is the plan the HTB backend keeps between applies, indexed so
 // that a change of one session costs work on that session only
 // (Backend.Update). It makes the same decisions Plan would for the same
 // flows against the same previous tree (class ids aside: a new class takes
 // the lowest free minor when it is placed, where Plan numbers a whole set
 // at once), which the property test checks.
-type planState struct {
-	pol   Policy // checked (CheckPolicy)
-	major uint16
-	base  Class // burst, cburst, quantum of every class
-	// classes are every planned class by minor.
-	classes minorTable[Class]
+type State struct {
+	Pol   Policy // checked (CheckPolicy)
+	Major uint16
+	Base  Class // burst, cburst, quantum of every class
+	// Classes are every planned class by minor.
+	Classes MinorTable[Class]
 	// input is each session's flows as last given.
 	input map[uint64][]shaper.Flow
-	// minor is each admitted flow's class (admittedFlow gives the flow as
+	// Minor is each admitted flow's class (admittedFlow gives the flow as
 	// admitted, from its input and its class).
-	minor map[shaper.FlowID]uint16
+	Minor map[shaper.FlowID]uint16
 	// waiting are flows refused for something that may pass later (no
 	// room for their GBR, a key another flow holds, no class id left).
 	waiting map[shaper.FlowID]shaper.Flow
@@ -39,70 +39,70 @@ type planState struct {
 	policyPr    []shaper.Problem
 	sessions    map[uint64]*sessionPlan
 	ledger      *shaper.Ledger
-	// spares are the spare classes\' minors, lowest first.
-	spares  []uint16
+	// Spares are the spare classes\' minors, lowest first.
+	Spares  []uint16
 	used    [1 << 16]bool
 	lowFree int
 	linkSum shaper.LinkShare
-	// keys warns about a placed flow its classifier cannot reach (the
-	// zero keyCheck: no such warnings).
-	keys keyCheck
+	// Keys warns about a placed flow its classifier cannot reach (the
+	// zero KeyCheck: no such warnings).
+	Keys KeyCheck
 }
 
 // sessionPlan is one session's AMBR class and the flows under it.
 type sessionPlan struct {
-	minor uint16
+	Minor uint16
 	ambr  uint64
 	flows map[shaper.FlowID]bool
 	rate  uint64
 }
 
-// delta is what one update changes in the kernel, in the order it is
+// Delta is what one update changes in the kernel, in the order it is
 // written: entries unbound, classes deleted (children first), classes
 // created (parents first) and changed, entries bound.
-type delta struct {
-	unbind []classify.Entry
-	del    []uint16
-	create []Class
-	change []Class
-	bind   []classify.Entry
+type Delta struct {
+	Unbind []spec.Entry
+	Del    []uint16
+	Create []Class
+	Change []Class
+	Bind   []spec.Entry
 }
 
-func (d *delta) empty() bool {
-	return len(d.unbind)+len(d.del)+len(d.create)+len(d.change)+len(d.bind) == 0
+func (d *Delta) Empty() bool {
+	return len(d.Unbind)+len(d.Del)+len(d.Create)+len(d.Change)+len(d.Bind) == 0
 }
 
-// newPlanState indexes a full plan: t planned from input (by session)
+// NewState indexes a full plan: t planned from input (by session)
 // under pol, with the problems Plan reported. It keeps input's slices
 // (the caller hands them over: a copy would cost a Flow per flow, 5 MB at
 // 65k flows).
-func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol Policy, problems []shaper.Problem) (*planState, error) {
+func NewState(t *Tree, input map[uint64][]shaper.Flow, pol Policy, problems []shaper.Problem) (*State, error) {
 	pol, _, ok := CheckPolicy(pol)
 	if !ok {
 		return nil, fmt.Errorf("policy does not check")
 	}
-	s := &planState{pol: pol, major: t.Major, classes: newMinorTable[Class](maxMinor(t)), input: map[uint64][]shaper.Flow{},
-		minor: map[shaper.FlowID]uint16{}, waiting: map[shaper.FlowID]shaper.Flow{},
+	s := &State{Pol: pol, Major: t.Major, Classes: NewMinorTable[Class](MaxMinor(t)), input: map[uint64][]shaper.Flow{},
+		Minor: map[shaper.FlowID]uint16{}, waiting: map[shaper.FlowID]shaper.Flow{},
 		clamped: map[shaper.FlowID]shaper.Flow{}, listedTwice: map[uint64][]shaper.Problem{},
 		problems: newFlowProblems(), sessions: map[uint64]*sessionPlan{}, ledger: shaper.NewLedger(pol.Policy),
-		base: Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}}
+		Base: Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}}
 	for seid, fl := range input {
 		s.input[seid] = fl
 	}
 	for _, c := range t.Classes {
-		s.classes.set(c.Minor, c)
+		s.Classes.Set(c.Minor, c)
 		s.used[c.Minor] = true
 		s.linkSum = s.linkSum.Add(s.linkShare(c))
 		switch c.Role {
 		case shaper.RoleSession:
-			s.sessions[c.SEID] = &sessionPlan{minor: c.Minor, ambr: c.Ceil, rate: c.Rate, flows: map[shaper.FlowID]bool{}}
+			s.sessions[c.SEID] = &sessionPlan{Minor: c.Minor, ambr: c.Ceil, rate: c.Rate, flows: map[shaper.FlowID]bool{}}
 		case shaper.RoleFlow:
-			s.minor[c.Flow] = c.Minor
+			s.Minor[c.Flow] = c.Minor
 		case shaper.RoleSpare:
-			s.spares = append(s.spares, c.Minor)
+			s.Spares = append(s.Spares, c.Minor)
 		}
 	}
-	slices.Sort(s.spares)
+	slices.Sort(s.Spares)
 	if err := s.indexFlows(); err != nil {
 		return nil, err
 	}
@@ -111,8 +111,8 @@ func newPlanState(t *Tree, input map[uint64][]shaper.Flow, pol Policy, problems 
 	return s, nil
 }
 
-// maxMinor is the highest class minor in t.
-func maxMinor(t *Tree) uint16 {
+// MaxMinor is the highest class minor in t.
+func MaxMinor(t *Tree) uint16 {
 	var m uint16
 	for _, c := range t.Classes {
 		m = max(m, c.Minor)
@@ -122,14 +122,14 @@ func maxMinor(t *Tree) uint16 {
 
 // indexFlows fills the ledger, the clamped flows and the sessions' flows
 // from the planned flow classes and the input.
-func (s *planState) indexFlows() error {
-	ids := make([]shaper.FlowID, 0, len(s.minor))
-	for id := range s.minor {
+func (s *State) indexFlows() error {
+	ids := make([]shaper.FlowID, 0, len(s.Minor))
+	for id := range s.Minor {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, shaper.CompareFlowID)
 	for _, id := range ids {
-		c, _ := s.classes.get(s.minor[id])
+		c, _ := s.Classes.Get(s.Minor[id])
 		f, ok := s.inputFlow(id)
 		if !ok {
 			return fmt.Errorf("planned flow %s is not in the input", id)
@@ -142,7 +142,7 @@ func (s *planState) indexFlows() error {
 		if f.GBR < asked.GBR {
 			s.clamped[id] = asked
 		}
-		if p, ok := s.classes.get(c.Parent); ok && p.Role == shaper.RoleSession {
+		if p, ok := s.Classes.Get(c.Parent); ok && p.Role == shaper.RoleSession {
 			s.sessions[p.SEID].flows[id] = true
 		}
 	}
@@ -151,7 +151,7 @@ func (s *planState) indexFlows() error {
 
 // indexProblems keeps the plan's problems by flow, and the flows refused
 // for a reason that may pass later.
-func (s *planState) indexProblems(problems []shaper.Problem) {
+func (s *State) indexProblems(problems []shaper.Problem) {
 	for _, p := range problems {
 		if p.Kind == shaper.DuplicateFlow {
 			s.listedTwice[p.Flow.SEID] = append(s.listedTwice[p.Flow.SEID], p)
@@ -164,7 +164,7 @@ func (s *planState) indexProblems(problems []shaper.Problem) {
 			continue
 		}
 		s.problems.add(p.Flow, p)
-		if _, in := s.minor[p.Flow]; !in && p.Severity == shaper.Error && retryable(p.Kind) {
+		if _, in := s.Minor[p.Flow]; !in && p.Severity == shaper.Error && retryable(p.Kind) {
 			if f, ok := s.inputFlow(p.Flow); ok {
 				s.waiting[p.Flow] = f
 			}
@@ -176,13 +176,13 @@ func (s *planState) indexProblems(problems []shaper.Problem) {
 // the GBR its class holds (clamped or not; admission changes nothing else).
 // Deriving it, rather than keeping a third copy of every flow beside the
 // input and the class, saves a Flow and a map entry per flow.
-func (s *planState) admittedFlow(id shaper.FlowID) (shaper.Flow, bool) {
-	m, ok := s.minor[id]
+func (s *State) admittedFlow(id shaper.FlowID) (shaper.Flow, bool) {
+	m, ok := s.Minor[id]
 	if !ok {
 		return shaper.Flow{}, false
 	}
 	f, ok := s.inputFlow(id)
-	c, _ := s.classes.get(m)
+	c, _ := s.Classes.Get(m)
 	f.GBR = c.GBR
 	return f, ok
 }
@@ -190,7 +190,7 @@ func (s *planState) admittedFlow(id shaper.FlowID) (shaper.Flow, bool) {
 // inputFlow finds a flow in its session's input: the first listed, the
 // one a plan takes (a session holds a handful, so a scan beats an index of
 // every flow).
-func (s *planState) inputFlow(id shaper.FlowID) (shaper.Flow, bool) {
+func (s *State) inputFlow(id shaper.FlowID) (shaper.Flow, bool) {
 	for _, f := range s.input[id.SEID] {
 		if f.ID == id {
 			return f, true
@@ -210,12 +210,12 @@ func retryable(k shaper.ProblemKind) bool {
 
 // linkShare is what a class takes of the link's rate (the link class and
 // the flows under a session take nothing of it directly).
-func (s *planState) linkShare(c Class) shaper.LinkShare {
+func (s *State) linkShare(c Class) shaper.LinkShare {
 	switch {
 	case c.Role == shaper.RoleLink, c.Role == shaper.RoleSpare:
 		return shaper.LinkShare{}
 	case c.Parent == LinkMinor:
-		return classShare(s.pol, c)
+		return classShare(s.Pol, c)
 	}
 	return shaper.LinkShare{}
 }

@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/spec"
 )
 
 // Knobs are the HTB backend's own settings: what a policy file gives under
@@ -18,7 +18,7 @@ import (
 // All sizes are bytes.
 type Knobs struct {
 	// Burst and CBurst are every class's token buckets in bytes (32 KiB:
-	// set explicitly, because HTB's derived buckets of about one frame make
+	// Set explicitly, because HTB's derived buckets of about one frame make
 	// shares come out wrong at these rates). Keys burst, cburst.
 	Burst, CBurst uint32
 	// Quantum is every class's DRR quantum in bytes (12500); Plan raises it
@@ -36,10 +36,10 @@ type Knobs struct {
 	Leaf LeafSpec
 	// Classifier is the classifier kind to use (auto, fw, bpf or gtpu);
 	// Plan reports any other kind as a policy error. Key classifier.
-	Classifier classify.Kind
+	Classifier spec.Kind
 	// Pool is how many spare classes a long-running backend keeps ready
 	// for new flows (0: none). A new flow then costs a class change, not a
-	// create, whose kernel cost grows with the classes present; a removed
+	// Create, whose kernel cost grows with the classes present; a removed
 	// flow's class is parked as a spare while there are fewer than Pool.
 	// Key pool.
 	Pool int
@@ -84,7 +84,7 @@ func DefaultKnobs() Knobs {
 		Quantum:    DefaultQuantum,
 		MaxFrame:   DefaultMaxFrame,
 		Leaf:       LeafSpec{Kind: LeafAuto, Limit: 1000, TargetUs: 5000, IntervalUs: 100000},
-		Classifier: classify.KindAuto,
+		Classifier: spec.KindAuto,
 		Pool:       DefaultPool,
 	}
 }
@@ -112,7 +112,7 @@ var knobKeys = map[string]func(k *Knobs, v string) error{
 		return err
 	},
 	"classifier": func(k *Knobs, v string) (err error) {
-		k.Classifier, err = classify.ParseKind(v)
+		k.Classifier, err = spec.ParseKind(v)
 		return err
 	},
 	"pool": func(k *Knobs, v string) error {

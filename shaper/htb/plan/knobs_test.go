@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/spec"
 )
 
 // HTB's knobs, as top-level policy keys (read as htb's) or under htb:,
@@ -37,7 +37,7 @@ func TestPolicyFileRefusesBadKnobs(t *testing.T) {
 func TestPolicyOfReadsTheHTBSection(t *testing.T) {
 	want := DefaultKnobs()
 	want.Burst, want.CBurst, want.Quantum, want.MaxFrame, want.Prio = 65536, 16384, 3000, 9018, 3
-	want.Classifier = classify.KindBPF
+	want.Classifier = spec.KindBPF
 	want.Leaf = LeafSpec{Kind: LeafFIFO, Limit: 200, TargetUs: 5000, IntervalUs: 50000}
 	want.Pool = 7
 	const knobs = "burst: 64k, cburst: 16k, quantum: 3000, max_frame: 9018, prio: 3, classifier: bpf, leaf: fifo, leaf_limit: 200, leaf_interval: 50ms, pool: 7"
@@ -59,7 +59,7 @@ func TestPolicyOfReadsTheHTBSection(t *testing.T) {
 // Shaper spells every knob out, so PolicyOf gives the same policy back.
 func TestKnobsRoundTrip(t *testing.T) {
 	p := DefaultPolicy(30e6)
-	p.Burst, p.Prio, p.Pool, p.Classifier = 2000, 5, 0, classify.KindGTPU
+	p.Burst, p.Prio, p.Pool, p.Classifier = 2000, 5, 0, spec.KindGTPU
 	p.Leaf = LeafSpec{Kind: LeafFQCodel, Limit: 10, TargetUs: 0, IntervalUs: 1234}
 	back, err := PolicyOf(p.Shaper())
 	if err != nil || back.Knobs != p.Knobs || back.LinkRate != p.LinkRate {

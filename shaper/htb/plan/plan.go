@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import "github.com/free5gc/gtpqos/shaper"
 
@@ -8,7 +8,7 @@ import "github.com/free5gc/gtpqos/shaper"
 //
 // The tree has a link class (LinkMinor, rate = ceil = link) under the root,
 // a default class (DefaultMinor) under the link class, optional session
-// classes (one per SEID whose non-GBR flows carry SessionAMBR > 0: rate =
+// Classes (one per SEID whose non-GBR flows carry SessionAMBR > 0: rate =
 // sum of those flows' rates, ceil = AMBR; their parent, while the session's
 // GBR flows stay directly under the link class, TS 23.501), and one leaf
 // class per admitted flow with the rates of Policy.FlowRates.
@@ -35,7 +35,7 @@ func Plan(flows []shaper.Flow, pol Policy, prev *Tree) (*Tree, []shaper.Problem)
 	}
 	ix := newPrevIndex(prev)
 	adm := shaper.Admit(flows, pol.Policy, ix.rank, pol.flowCheck)
-	p := &planner{pol: pol, ix: ix, adm: &adm, problems: append(problems, adm.Problems...)}
+	p := &planner{Pol: pol, ix: ix, adm: &adm, problems: append(problems, adm.Problems...)}
 	p.assignMinors()
 	p.park()
 	t := p.build()

@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/spec"
 )
 
 // Fixed parts of every tree gtpqos builds.
@@ -96,7 +96,7 @@ type Tree struct {
 	// Leaf is the qdisc under each leaf class (flows and default).
 	Leaf LeafSpec
 	// Classifier is the classifier kind the tree is meant for.
-	Classifier classify.Kind
+	Classifier spec.Kind
 	// Accounting is the bytes the classes count. Under packet accounting
 	// the root qdisc has a size table that takes Overhead off every
 	// packet's length, so every class counts the user's packet; the link
@@ -136,7 +136,7 @@ func (t *Tree) FlowClass(id shaper.FlowID) (Class, bool) {
 func (c Class) Key() shaper.Key { return shaper.Key{Mark: c.Mark, TEID: c.TEID, QFI: c.QFI} }
 
 // IsLeaf reports whether a class of this tree has no children (flows,
-// spares and the default class): it holds a leaf qdisc.
+// Spares and the default class): it holds a leaf qdisc.
 func (c Class) IsLeaf() bool {
 	return c.Role == shaper.RoleFlow || c.Role == shaper.RoleDefault || c.Role == shaper.RoleSpare
 }
@@ -145,18 +145,18 @@ func (c Class) IsLeaf() bool {
 // and the rate is high enough that its buckets fit HTB's tick counters.
 const spareRate = 8_000
 
-// spareClass is an idle class kept ready under the link class. It
+// SpareClass is an idle class kept ready under the link class. It
 // carries nothing, so it keeps HTB's built-in pfifo (no QueueLimit): the
 // flow that takes it sizes its leaf.
-func spareClass(base Class, minor uint16) Class {
+func SpareClass(base Class, minor uint16) Class {
 	c := base
 	c.Minor, c.Parent, c.Role, c.Rate, c.Ceil, c.Prio = minor, LinkMinor, shaper.RoleSpare, spareRate, spareRate, 7
 	return c
 }
 
-// looksSpare reports whether a class read from the kernel is a spare: a
+// LooksSpare reports whether a class read from the kernel is a spare: a
 // leaf under the link class at the spare rate, nothing bound to it.
-func looksSpare(c Class) bool {
+func LooksSpare(c Class) bool {
 	return c.Role == shaper.RoleFlow && c.Parent == LinkMinor && c.Rate == spareRate && c.Ceil == spareRate && c.Key() == (shaper.Key{})
 }
 
@@ -174,25 +174,25 @@ func (t *Tree) FlowClasses() []Class {
 	return out
 }
 
-// sortClasses sorts by minor.
-func (t *Tree) sortClasses() {
+// SortClasses sorts by minor.
+func (t *Tree) SortClasses() {
 	sort.Slice(t.Classes, func(i, j int) bool { return t.Classes[i].Minor < t.Classes[j].Minor })
 }
 
 // entry is flow class c's classifier entry in a tree whose root has the
 // given major: its class id and its flow's keys.
-func (c Class) entry(major uint16) classify.Entry {
-	return classify.Entry{ClassID: uint32(major)<<16 | uint32(c.Minor), Flow: c.Flow, Mark: c.Mark, TEID: c.TEID, QFI: c.QFI}
+func (c Class) entry(major uint16) spec.Entry {
+	return spec.Entry{ClassID: uint32(major)<<16 | uint32(c.Minor), Flow: c.Flow, Mark: c.Mark, TEID: c.TEID, QFI: c.QFI}
 }
 
 // Table returns the classification table of the tree's flow classes, in
-// minor order, and its default class.
-func (t *Tree) Table() classify.Table { return t.tableOf(nil) }
+// Minor order, and its default class.
+func (t *Tree) Table() spec.Table { return t.TableOf(nil) }
 
-// tableOf is Table for the flow classes whose minor keep accepts (nil:
-// all of them).
-func (t *Tree) tableOf(keep func(minor uint16) bool) classify.Table {
-	tb := classify.Table{Default: t.ClassID(t.DefaultMinor), Entries: make([]classify.Entry, 0, len(t.Classes))}
+// TableOf is Table for the flow classes whose minor keep accepts (nil:
+// All of them).
+func (t *Tree) TableOf(keep func(minor uint16) bool) spec.Table {
+	tb := spec.Table{Default: t.ClassID(t.DefaultMinor), Entries: make([]spec.Entry, 0, len(t.Classes))}
 	for _, c := range t.Classes {
 		if c.Role == shaper.RoleFlow && (keep == nil || keep(c.Minor)) {
 			tb.Entries = append(tb.Entries, c.entry(t.Major))

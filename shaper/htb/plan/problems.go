@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"maps"
@@ -67,12 +67,12 @@ type problemList struct {
 	made bool
 }
 
-// allProblems returns the plan's current problems, per flow in FlowID
+// AllProblems returns the plan's current problems, per flow in FlowID
 // order, then the policy's, with the oversubscription warning recomputed;
 // same says they are the list the last call returned (the same slice, not
 // to be modified).
-func (s *planState) allProblems() (list []shaper.Problem, same bool) {
-	over, _ := s.linkSum.Oversubscribed(s.pol.LinkRate)
+func (s *State) AllProblems() (list []shaper.Problem, same bool) {
+	over, _ := s.linkSum.Oversubscribed(s.Pol.LinkRate)
 	r := &s.reported
 	if r.made && r.gen == s.problems.gen && r.over == over {
 		return r.list, true
@@ -94,7 +94,7 @@ func (s *planState) allProblems() (list []shaper.Problem, same bool) {
 }
 
 // setListedTwice replaces one session's duplicate-flow problems.
-func (s *planState) setListedTwice(seid uint64, ps []shaper.Problem) {
+func (s *State) setListedTwice(seid uint64, ps []shaper.Problem) {
 	if slices.Equal(s.listedTwice[seid], ps) {
 		return
 	}

@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"cmp"
@@ -9,10 +9,10 @@ import (
 	"github.com/free5gc/gtpqos/shaper"
 )
 
-// update is one planState.apply in progress.
+// update is one State.Apply in progress.
 type update struct {
-	s *planState
-	d *delta
+	s *State
+	d *Delta
 	// freed are the classes of flows dropped in this update, by flow: the
 	// same flow placed again under the same parent keeps its minor.
 	freed map[shaper.FlowID]Class
@@ -33,10 +33,10 @@ type candidate struct {
 	rank int
 }
 
-// apply replaces the given sessions' flows (an empty list: the session is
+// Apply replaces the given sessions' flows (an empty list: the session is
 // gone) and returns what to write.
-func (s *planState) apply(changes map[uint64][]shaper.Flow) *delta {
-	u := &update{s: s, d: &delta{}, freed: map[shaper.FlowID]Class{}, touched: map[uint64]bool{}}
+func (s *State) Apply(changes map[uint64][]shaper.Flow) *Delta {
+	u := &update{s: s, d: &Delta{}, freed: map[shaper.FlowID]Class{}, touched: map[uint64]bool{}}
 	var cands []candidate
 	for _, seid := range slices.Sorted(maps.Keys(changes)) {
 		cands = append(cands, u.replace(seid, changes[seid])...)
@@ -137,15 +137,15 @@ func (u *update) drop(id shaper.FlowID) {
 	delete(s.waiting, id)
 	s.problems.drop(id)
 	delete(s.clamped, id)
-	m, ok := s.minor[id]
+	m, ok := s.Minor[id]
 	if !ok {
 		return
 	}
-	c, _ := s.classes.get(m)
+	c, _ := s.Classes.Get(m)
 	f, _ := s.admittedFlow(id)
 	s.ledger.Release(f)
-	delete(s.minor, id)
-	s.classes.del(m)
+	delete(s.Minor, id)
+	s.Classes.Del(m)
 	s.linkSum = s.linkSum.Sub(s.linkShare(c))
 	u.freed[id] = c
 	if p, ok := s.sessionOfClass(c); ok {
@@ -155,9 +155,9 @@ func (u *update) drop(id shaper.FlowID) {
 }
 
 // sessionOfClass returns the session plan whose class is c's parent.
-func (s *planState) sessionOfClass(c Class) (*sessionPlan, bool) {
+func (s *State) sessionOfClass(c Class) (*sessionPlan, bool) {
 	sp := s.sessions[c.SEID]
-	if sp == nil || sp.minor != c.Parent {
+	if sp == nil || sp.Minor != c.Parent {
 		return nil, false
 	}
 	return sp, true
@@ -167,7 +167,7 @@ func (s *planState) sessionOfClass(c Class) (*sessionPlan, bool) {
 // stays under the same parent, else the lowest free minor.
 func (u *update) place(f shaper.Flow) {
 	s := u.s
-	ps, ok := CheckFlow(&f, &s.pol)
+	ps, ok := CheckFlow(&f, &s.Pol)
 	s.problems.add(f.ID, ps...)
 	if !ok {
 		return
@@ -188,13 +188,13 @@ func (u *update) place(f shaper.Flow) {
 	if !had || old.Parent != parent {
 		old, had = u.recycle(parent)
 	}
-	if !had && parent == LinkMinor && len(s.spares) > 0 {
-		old, had = s.classes.get(s.spares[0]) // a change, not a create
-		s.spares = s.spares[1:]
+	if !had && parent == LinkMinor && len(s.Spares) > 0 {
+		old, had = s.Classes.Get(s.Spares[0]) // a change, not a create
+		s.Spares = s.Spares[1:]
 	}
 	minor := old.Minor
 	if !had {
-		if minor, ok = s.alloc(); !ok {
+		if minor, ok = s.Alloc(); !ok {
 			s.ledger.Release(g)
 			s.problems.add(f.ID, tooMany(&f))
 			u.wait(f)
@@ -202,13 +202,13 @@ func (u *update) place(f shaper.Flow) {
 		}
 	}
 	c := s.flowClass(g, minor, parent, ambr)
-	s.classes.set(c.Minor, c)
-	s.minor[g.ID] = minor
+	s.Classes.Set(c.Minor, c)
+	s.Minor[g.ID] = minor
 	if g.GBR < f.GBR {
 		s.clamped[g.ID] = f
 	}
 	s.linkSum = s.linkSum.Add(s.linkShare(c))
-	if p, ok := s.keys.unreachable(s.major, c); ok {
+	if p, ok := s.Keys.Unreachable(s.Major, c); ok {
 		s.problems.add(g.ID, p)
 	}
 	if parent != LinkMinor {
@@ -268,16 +268,16 @@ func tooMany(f *shaper.Flow) shaper.Problem {
 func (u *update) written(c, old Class, reused bool) {
 	if !reused {
 		u.createFlows = append(u.createFlows, c)
-		u.bind(c)
+		u.Bind(c)
 		return
 	}
 	delete(u.freed, old.Flow)
 	if !sameClass(c, old) {
-		u.d.change = append(u.d.change, c)
+		u.d.Change = append(u.d.Change, c)
 	}
 	if c.Key() != old.Key() {
-		u.unbind(old)
-		u.bind(c)
+		u.Unbind(old)
+		u.Bind(c)
 	}
 }
 
@@ -288,14 +288,14 @@ func sameClass(a, b Class) bool {
 		a.Quantum == b.Quantum && a.Prio == b.Prio && a.QueueLimit == b.QueueLimit
 }
 
-func (u *update) bind(c Class) {
+func (u *update) Bind(c Class) {
 	if c.Key() != (shaper.Key{}) {
-		u.d.bind = append(u.d.bind, c.entry(u.s.major))
+		u.d.Bind = append(u.d.Bind, c.entry(u.s.Major))
 	}
 }
 
-func (u *update) unbind(c Class) {
+func (u *update) Unbind(c Class) {
 	if c.Key() != (shaper.Key{}) {
-		u.d.unbind = append(u.d.unbind, c.entry(u.s.major))
+		u.d.Unbind = append(u.d.Unbind, c.entry(u.s.Major))
 	}
 }

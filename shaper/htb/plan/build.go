@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"time"
@@ -8,9 +8,9 @@ import (
 
 // build makes the tree from the admitted flows and the assigned minors.
 func (p *planner) build() *Tree {
-	pol := p.pol
+	pol := p.Pol
 	link := pol.LinkRate
-	t := planHeader(pol)
+	t := Header(pol)
 	t.Classes = make([]Class, 0, len(p.adm.Flows)+len(p.adm.Sessions)+2)
 	base := Class{Burst: pol.Burst, CBurst: pol.CBurst, Quantum: pol.Quantum}
 	lc := base
@@ -56,19 +56,19 @@ func (p *planner) build() *Tree {
 		share = share.Add(classShare(pol, sc))
 		t.Classes = append(t.Classes, sc)
 	}
-	for _, m := range p.spares {
-		t.Classes = append(t.Classes, spareClass(base, m))
+	for _, m := range p.Spares {
+		t.Classes = append(t.Classes, SpareClass(base, m))
 	}
 	if over, ok := share.Oversubscribed(link); ok {
 		p.problems = append(p.problems, over)
 	}
-	t.sortClasses()
+	t.SortClasses()
 	return t
 }
 
-// planHeader is the tree a plan under pol makes, without its classes: the
+// Header is the tree a plan under pol makes, without its classes: the
 // kept plan's tree for a resync is given the same one.
-func planHeader(pol Policy) *Tree {
+func Header(pol Policy) *Tree {
 	t := &Tree{Major: OwnedMajor, DefaultMinor: DefaultMinor, LinkRate: pol.LinkRate, Leaf: pol.Leaf, Classifier: pol.Classifier,
 		Accounting: pol.Accounting}
 	t.Overhead, _ = pol.ResolveOverhead(shaper.Downlink, shaper.DefaultEncap)

@@ -1,11 +1,11 @@
-package htb
+package plan
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/spec"
 )
 
 // TCCommands returns the tc commands equivalent to the tree on device dev,
@@ -48,18 +48,18 @@ func (t *Tree) TCCommands(dev string) string {
 		}
 	}
 	switch t.Classifier {
-	case classify.KindFw, classify.KindAuto, "":
+	case spec.KindFw, spec.KindAuto, "":
 		for _, c := range t.Classes {
 			if c.Role == shaper.RoleFlow && c.Mark != 0 {
 				w("tc filter replace dev %s parent %x: protocol all prio %d handle %#x/%#x fw flowid %s  # %s",
-					dev, t.Major, classify.FwPrio, c.Mark, shaper.MarkMask, t.Handle(c.Minor), classComment(c))
+					dev, t.Major, spec.FwPrio, c.Mark, shaper.MarkMask, t.Handle(c.Minor), classComment(c))
 			}
 		}
-		if t.Classifier != classify.KindFw {
-			w("# classifier auto: fw filters as above where the kernel has cls_fw, else cls_bpf prio %d with the same mark -> class entries in a BPF map", classify.BPFPrio)
+		if t.Classifier != spec.KindFw {
+			w("# classifier auto: fw filters as above where the kernel has cls_fw, else cls_bpf prio %d with the same mark -> class entries in a BPF map", spec.BPFPrio)
 		}
-	case classify.KindBPF:
-		w("# classifier bpf: one cls_bpf direct-action filter on %x: (prio %d) with a BPF hash map mark -> class:", t.Major, classify.BPFPrio)
+	case spec.KindBPF:
+		w("# classifier bpf: one cls_bpf direct-action filter on %x: (prio %d) with a BPF hash map mark -> class:", t.Major, spec.BPFPrio)
 		for _, c := range t.Classes {
 			if c.Role == shaper.RoleFlow && c.Mark != 0 {
 				w("#   mark %#x -> %s  (%s)", c.Mark, t.Handle(c.Minor), classComment(c))
@@ -89,10 +89,13 @@ func renderLeaf(dev string, t *Tree, c Class) string {
 		if c.QueueLimit != 0 {
 			fallback = fmt.Sprintf("bfifo limit %d, %s", c.QueueLimit, budgetNote(c))
 		}
-		return leaves[LeafFQCodel].render(dev, t, c) + "  # auto: where fq_codel is missing, " + fallback
+		return renderFQCodel(dev, t, c) + "  # auto: where fq_codel is missing, " + fallback
 	}
-	if lf, ok := leaves[k]; ok {
-		return lf.render(dev, t, c)
+	switch k {
+	case LeafFQCodel:
+		return renderFQCodel(dev, t, c)
+	case LeafFIFO:
+		return renderFIFO(dev, t, c)
 	}
 	return ""
 }

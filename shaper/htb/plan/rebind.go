@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"sort"
@@ -43,7 +43,7 @@ func (p *planner) distrustBindings() {
 		if s := p.adm.SessionOf[i]; s >= 0 {
 			ambr = p.adm.Sessions[s].AMBR
 		}
-		r, c := p.pol.FlowRates(p.adm.Flows[i], ambr)
+		r, c := p.Pol.FlowRates(p.adm.Flows[i], ambr)
 		want[i] = rateKey{r / 8, c / 8}
 		if p.had[i] && classRates(p.prev[i]) == want[i] {
 			trusted[p.prev[i].Minor] = true
@@ -55,7 +55,7 @@ func (p *planner) distrustBindings() {
 		return
 	}
 	free := map[rateKey][]Class{}
-	for _, c := range p.ix.classes {
+	for _, c := range p.ix.Classes {
 		if c.Role == shaper.RoleFlow && c.Flow == (shaper.FlowID{}) && !trusted[c.Minor] {
 			free[classRates(*c)] = append(free[classRates(*c)], *c)
 		}

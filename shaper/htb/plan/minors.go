@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"fmt"
@@ -13,11 +13,11 @@ import (
 // the kept tree would otherwise hold several copies of every class at once.
 type prevIndex struct {
 	flows *shaper.Index[uint16] // minors
-	// spares are the previous tree's spare minors, lowest first.
-	spares []uint16
+	// Spares are the previous tree's spare minors, lowest first.
+	Spares []uint16
 	// sessionBySEID maps SEIDs of session classes (planned trees only).
 	sessionBySEID map[uint64]Class
-	classes       map[uint16]*Class
+	Classes       map[uint16]*Class
 }
 
 func newPrevIndex(t *Tree) *prevIndex {
@@ -25,13 +25,13 @@ func newPrevIndex(t *Tree) *prevIndex {
 	if t != nil {
 		n = len(t.Classes)
 	}
-	ix := &prevIndex{flows: shaper.NewIndex[uint16](n), sessionBySEID: map[uint64]Class{}, classes: make(map[uint16]*Class, n)}
+	ix := &prevIndex{flows: shaper.NewIndex[uint16](n), sessionBySEID: map[uint64]Class{}, Classes: make(map[uint16]*Class, n)}
 	if t == nil {
 		return ix
 	}
 	for i := range t.Classes {
 		c := &t.Classes[i]
-		ix.classes[c.Minor] = c
+		ix.Classes[c.Minor] = c
 		switch c.Role {
 		case shaper.RoleFlow:
 			ix.flows.Add(c.Flow, c.Key(), c.Minor)
@@ -40,10 +40,10 @@ func newPrevIndex(t *Tree) *prevIndex {
 				ix.sessionBySEID[c.SEID] = *c
 			}
 		case shaper.RoleSpare:
-			ix.spares = append(ix.spares, c.Minor)
+			ix.Spares = append(ix.Spares, c.Minor)
 		}
 	}
-	slices.Sort(ix.spares)
+	slices.Sort(ix.Spares)
 	return ix
 }
 
@@ -53,7 +53,7 @@ func (ix *prevIndex) lookup(f *shaper.Flow) (Class, bool) {
 	if !ok {
 		return Class{}, false
 	}
-	return *ix.classes[m], true
+	return *ix.Classes[m], true
 }
 
 // rank is f's admission rank (shaper.Admit): new without a class; grown
@@ -79,7 +79,7 @@ func (ix *prevIndex) rank(f *shaper.Flow) int {
 // planner assigns class ids (minors) to the admitted flows and sessions and
 // builds the tree.
 type planner struct {
-	pol      Policy
+	Pol      Policy
 	ix       *prevIndex
 	adm      *shaper.Admitted
 	problems []shaper.Problem
@@ -94,8 +94,8 @@ type planner struct {
 	flowMinor []uint16
 	// sessionMinor is each session's minor (0: none left).
 	sessionMinor []uint16
-	// spares are the spare minors left after the flows took theirs.
-	spares []uint16
+	// Spares are the spare minors left after the flows took theirs.
+	Spares []uint16
 }
 
 // problem reports an error about flow f.
@@ -157,9 +157,9 @@ func (p *planner) assignMinors() {
 			p.had[i] = p.reserve(p.prev[i].Minor)
 		}
 	}
-	for _, m := range p.ix.spares {
+	for _, m := range p.ix.Spares {
 		if p.reserve(m) {
-			p.spares = append(p.spares, m)
+			p.Spares = append(p.Spares, m)
 		}
 	}
 	p.assignSessionMinors()
@@ -172,8 +172,8 @@ func (p *planner) assignMinors() {
 			p.flowMinor[i] = p.prev[i].Minor // reserved above
 			continue
 		}
-		if p.parentOf(i) == LinkMinor && len(p.spares) > 0 {
-			p.flowMinor[i], p.spares = p.spares[0], p.spares[1:] // a change, not a create
+		if p.parentOf(i) == LinkMinor && len(p.Spares) > 0 {
+			p.flowMinor[i], p.Spares = p.Spares[0], p.Spares[1:] // a change, not a create
 			continue
 		}
 		m, ok := p.next()
@@ -217,7 +217,7 @@ func (p *planner) assignSessionMinors() {
 	// reused by a flow they would have to be deleted and re-created (they
 	// still have children), which costs more than a fresh minor.
 	blocked := map[uint16]bool{}
-	for _, c := range p.ix.classes {
+	for _, c := range p.ix.Classes {
 		if c.Role == shaper.RoleSession && !p.used[c.Minor] && p.reserve(c.Minor) {
 			blocked[c.Minor] = true
 		}
@@ -233,7 +233,7 @@ func (p *planner) assignSessionMinors() {
 			if !p.had[i] {
 				continue
 			}
-			parent, ok := p.ix.classes[p.prev[i].Parent]
+			parent, ok := p.ix.Classes[p.prev[i].Parent]
 			if ok && parent.Role == shaper.RoleSession && (parent.SEID == 0 || parent.SEID == s.SEID) &&
 				p.release(parent.Minor, blocked) && p.reserve(parent.Minor) {
 				p.sessionMinor[si] = parent.Minor
@@ -261,22 +261,22 @@ func (p *planner) assignSessionMinors() {
 // one instead of creating a class. Spares beyond the pool (it was made
 // smaller) leave the tree, the highest first.
 func (p *planner) park() {
-	if len(p.spares) > p.pol.Pool {
-		for _, m := range p.spares[p.pol.Pool:] {
+	if len(p.Spares) > p.Pol.Pool {
+		for _, m := range p.Spares[p.Pol.Pool:] {
 			p.used[m] = false
 		}
-		p.spares = p.spares[:p.pol.Pool]
+		p.Spares = p.Spares[:p.Pol.Pool]
 	}
-	for _, m := range slices.Sorted(maps.Keys(p.ix.classes)) {
-		if len(p.spares) >= p.pol.Pool {
+	for _, m := range slices.Sorted(maps.Keys(p.ix.Classes)) {
+		if len(p.Spares) >= p.Pol.Pool {
 			break
 		}
-		c := p.ix.classes[m]
+		c := p.ix.Classes[m]
 		if c.Role == shaper.RoleFlow && c.Parent == LinkMinor && p.reserve(m) {
-			p.spares = append(p.spares, m)
+			p.Spares = append(p.Spares, m)
 		}
 	}
-	slices.Sort(p.spares)
+	slices.Sort(p.Spares)
 }
 
 // parentOf returns the minor of admitted flow i's parent class.

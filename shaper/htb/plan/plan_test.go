@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"slices"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/spec"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -168,7 +168,7 @@ func TestPlanProblems(t *testing.T) {
 		t.Errorf("classifier fww: tree %v, problems %v; want no tree and one classifier problem", tree, probs)
 	}
 	gtpu := DefaultPolicy(link)
-	gtpu.Classifier = classify.KindGTPU
+	gtpu.Classifier = spec.KindGTPU
 	if tree, probs := Plan(nil, gtpu, nil); tree == nil || len(probs) != 0 {
 		t.Errorf("classifier gtpu: tree %v, problems %v; want a tree and no problems", tree, probs)
 	}
@@ -345,7 +345,7 @@ func TestPlanShrinksThePool(t *testing.T) {
 	}
 	// The pool's four spares, as the backend grows them.
 	for m := uint16(0x30); m < 0x34; m++ {
-		prev.Classes = append(prev.Classes, spareClass(prev.FlowClasses()[0], m))
+		prev.Classes = append(prev.Classes, SpareClass(prev.FlowClasses()[0], m))
 	}
 	spares := func(tr *Tree) (out []uint16) {
 		for _, c := range tr.Classes {

@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/spec"
 )
 
 // canon describes a tree without its class ids: each flow's class (parent
@@ -53,11 +53,11 @@ func problemSet(ps []shaper.Problem) string {
 // checkReportedProblems returns the problems an update reports, checking
 // that a list reported as the same one is what a fresh listing gives and
 // that only flows with problems are kept.
-func checkReportedProblems(t *testing.T, ctx string, st *planState) ([]shaper.Problem, bool) {
+func checkReportedProblems(t *testing.T, ctx string, st *State) ([]shaper.Problem, bool) {
 	t.Helper()
-	list, same := st.allProblems()
+	list, same := st.AllProblems()
 	st.reported.made = false
-	fresh, _ := st.allProblems()
+	fresh, _ := st.AllProblems()
 	if same && !slices.Equal(list, fresh) {
 		t.Fatalf("%s: problems reported unchanged, but listing them again gives\n%v\nnot\n%v", ctx, fresh, list)
 	}
@@ -109,11 +109,11 @@ func flatten(in map[uint64][]shaper.Flow) []shaper.Flow {
 // by minor and classifier entries by class id.
 type kernelModel struct {
 	classes map[uint16]Class
-	entries map[uint32]classify.Entry
+	entries map[uint32]spec.Entry
 }
 
 func modelOf(t *Tree) *kernelModel {
-	k := &kernelModel{classes: map[uint16]Class{}, entries: map[uint32]classify.Entry{}}
+	k := &kernelModel{classes: map[uint16]Class{}, entries: map[uint32]spec.Entry{}}
 	for _, c := range t.Classes {
 		k.classes[c.Minor] = kernelHeld(c)
 	}
@@ -133,15 +133,15 @@ func kernelHeld(c Class) Class {
 
 // write applies a delta in its order and fails the test if a step would
 // point a packet at a missing class or delete a class still in use.
-func (k *kernelModel) write(t *testing.T, d *delta) {
+func (k *kernelModel) write(t *testing.T, d *Delta) {
 	t.Helper()
-	for _, e := range d.unbind {
+	for _, e := range d.Unbind {
 		if _, ok := k.entries[e.ClassID]; !ok {
 			t.Fatalf("unbind of an entry the device does not hold: %+v", e)
 		}
 		delete(k.entries, e.ClassID)
 	}
-	for _, m := range d.del {
+	for _, m := range d.Del {
 		if _, ok := k.entries[uint32(OwnedMajor)<<16|uint32(m)]; ok {
 			t.Fatalf("delete of class %x while an entry points at it", m)
 		}
@@ -152,7 +152,7 @@ func (k *kernelModel) write(t *testing.T, d *delta) {
 		}
 		delete(k.classes, m)
 	}
-	for _, c := range d.create {
+	for _, c := range d.Create {
 		if _, ok := k.classes[c.Minor]; ok {
 			t.Fatalf("create of class %x that exists", c.Minor)
 		}
@@ -161,13 +161,13 @@ func (k *kernelModel) write(t *testing.T, d *delta) {
 		}
 		k.classes[c.Minor] = kernelHeld(c)
 	}
-	for _, c := range d.change {
+	for _, c := range d.Change {
 		if _, ok := k.classes[c.Minor]; !ok {
 			t.Fatalf("change of class %x that does not exist", c.Minor)
 		}
 		k.classes[c.Minor] = kernelHeld(c)
 	}
-	for _, e := range d.bind {
+	for _, e := range d.Bind {
 		if _, ok := k.classes[uint16(e.ClassID)]; !ok {
 			t.Fatalf("bind of %+v to a class that does not exist", e)
 		}
@@ -210,14 +210,13 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 			}
 		}
 		tree, problems := Plan(flatten(input), pol, nil)
-		fw := classify.NewFw()
-		st, err := newPlanState(tree, input, pol, append(problems, UnreachableProblems(tree, fw)...))
+		st, err := NewState(tree, input, pol, append(problems, markCheck().Problems(tree)...))
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		st.keys = newKeyCheck(tree, fw)
+		st.Keys = markCheck()
 		for step := 0; step < 60; step++ {
-			prev := st.desired()
+			prev := st.Desired()
 			changes := map[uint64][]shaper.Flow{}
 			for n := 1 + r.IntN(3); n > 0; n-- {
 				seid := uint64(1 + r.IntN(8))
@@ -230,17 +229,17 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 					input[seid] = fl
 				}
 			}
-			d := st.apply(changes)
-			got := st.desired()
+			d := st.Apply(changes)
+			got := st.Desired()
 			want, wantProblems := Plan(flatten(input), pol, prev)
-			wantProblems = append(wantProblems, UnreachableProblems(want, fw)...)
+			wantProblems = append(wantProblems, markCheck().Problems(want)...)
 			ctx := fmt.Sprintf("seed %d step %d", seed, step)
 			if canon(got) != canon(want) {
 				t.Fatalf("%s: incremental tree differs from a full plan:\n--- incremental\n%s\n--- full\n%s", ctx, canon(got), canon(want))
 			}
 			// The kept plan's tree carries the header a full plan makes: a
 			// periodic resync reconciles the device to it.
-			if gh, wh := *treeHeader(got), *treeHeader(want); !reflect.DeepEqual(gh, wh) {
+			if gh, wh := *header(got), *header(want); !reflect.DeepEqual(gh, wh) {
 				t.Fatalf("%s: the kept plan's tree header %+v, a full plan's %+v", ctx, gh, wh)
 			}
 			reported, same := checkReportedProblems(t, ctx, st)
@@ -266,7 +265,7 @@ func TestIncrementalMatchesFullPlan(t *testing.T) {
 		for seid, fl := range input {
 			again[seid] = fl
 		}
-		if d := st.apply(again); !d.empty() {
+		if d := st.Apply(again); !d.Empty() {
 			t.Fatalf("seed %d: unchanged sessions wrote %+v", seed, d)
 		}
 	}

@@ -1,8 +1,8 @@
-package htb
+package plan
 
 import (
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/classify/spec"
 )
 
 // problems collects the problems of HTB's own checks.
@@ -66,7 +66,7 @@ func (p *problems) checkKinds(pol *Policy) bool {
 		ok = false
 	}
 	if pol.Classifier == "" {
-		pol.Classifier = classify.KindAuto
+		pol.Classifier = spec.KindAuto
 	}
 	if !pol.Classifier.Known() {
 		p.report(shaper.Error, shaper.BadPolicy, nil, "classifier", "unknown classifier %q (want auto, fw, bpf or gtpu)", pol.Classifier)

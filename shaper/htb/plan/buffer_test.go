@@ -1,4 +1,4 @@
-package htb
+package plan
 
 import (
 	"strings"
