@@ -27,8 +27,5 @@ const (
 	BPFPrio = spec.BPFPrio
 )
 
-// ParseKind parses "auto", "fw", "bpf" or "gtpu" ("" is auto).
-func ParseKind(s string) (Kind, error) { return spec.ParseKind(s) }
-
 // Handle formats a class id as tc does: "6771:1a".
 func Handle(classID uint32) string { return spec.Handle(classID) }
