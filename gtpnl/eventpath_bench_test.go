@@ -21,7 +21,7 @@ import (
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/watch"
 	"github.com/vishvananda/netlink"
@@ -52,15 +52,15 @@ type epCase struct {
 func (c epCase) String() string { return fmt.Sprintf("flows-%d/pool-%d", c.flows, c.pool) }
 
 // epCases are the default cases, and the largest with GTPQOS_BENCH_MAX set
-// to htb.MaxClasses.
+// to plan.MaxClasses.
 func epCases(b *testing.B) []epCase {
 	cases := []epCase{{1_000, 64}, {1_000, 0}, {10_000, 64}, {10_000, 0}}
 	switch v := os.Getenv(epMaxEnv); v {
 	case "":
-	case strconv.Itoa(htb.MaxClasses):
-		cases = append(cases, epCase{htb.MaxClasses - 64, 64})
+	case strconv.Itoa(plan.MaxClasses):
+		cases = append(cases, epCase{plan.MaxClasses - 64, 64})
 	default:
-		b.Fatalf("%s=%q: set it to %d to add the largest tree", epMaxEnv, v, htb.MaxClasses)
+		b.Fatalf("%s=%q: set it to %d to add the largest tree", epMaxEnv, v, plan.MaxClasses)
 	}
 	return cases
 }
@@ -216,9 +216,9 @@ func newEPLab(b *testing.B, c epCase) *epLab {
 		b.Fatalf("netlink handle in %s: %v", ns.Name, err)
 	}
 	l.cleanup = append(l.cleanup, h.Close)
-	hp := htb.DefaultPolicy(100e9)
+	hp := plan.DefaultPolicy(100e9)
 	hp.NonGBRMin, hp.Pool = 1e6, c.pool
-	hp.Leaf.Kind = htb.LeafFIFO // the host kernel has no fq_codel
+	hp.Leaf.Kind = plan.LeafFIFO // the host kernel has no fq_codel
 	pol := hp.Shaper()
 	be, err := backends.Open(dev, backends.Options{NetNS: ns.Handle, Incremental: true, N3: dev, OnPool: l.obs.pool})
 	if err != nil {

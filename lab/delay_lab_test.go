@@ -11,7 +11,7 @@ import (
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/lab/ab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -68,7 +68,7 @@ func delayRun(t *testing.T, l *lab.Lab, target ab.Target, arm ab.Arm) ([]string,
 	bf := arm.Flows[1]
 	ceil := uint64(float64(bf.MBR) * s)
 	budget := arm.Policy.BudgetOf(bf.QFI)
-	drain := float64(htb.QueueLimit(ceil, budget, htb.DefaultMaxFrame)) * 8 / float64(ceil) * 1e3 // ms
+	drain := float64(plan.QueueLimit(ceil, budget, plan.DefaultMaxFrame)) * 8 / float64(ceil) * 1e3 // ms
 	packet := float64(lab.DefaultPayload+ab.InnerUDPOverhead) * 8 / float64(ceil) * 1e3
 	var failed []string
 	if bound := drain + a.Delay.P50 + 2*packet; b.Delay.P50 > bound {

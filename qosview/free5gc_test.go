@@ -7,7 +7,7 @@ import (
 
 	"github.com/free5gc/gtpqos/gtpnl/gtp5g"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/free5gc"
 )
 
@@ -180,16 +180,16 @@ func TestFree5GCTree(t *testing.T) {
 	_, ue1, ue2 := free5gc.Quarter()
 	d := free5gc.Build(true, ue1, ue2)
 	flows, _ := Build(d.QERs, d.PDRs, d.FARs, Options{MarkMode: gtp5g.MarkPDR})
-	pol := htb.DefaultPolicy(7_500_000)
+	pol := plan.DefaultPolicy(7_500_000)
 	pol.NonGBRMin, pol.DefaultRate = 100_000, 100_000
-	tree, probs := htb.Plan(shaper.FilterDirection(flows, shaper.Downlink), pol, nil)
+	tree, probs := plan.Plan(shaper.FilterDirection(flows, shaper.Downlink), pol, nil)
 	for _, p := range probs {
 		if p.Severity == shaper.Error {
 			t.Errorf("plan: %s", p)
 		}
 	}
-	sessions := map[uint16]htb.Class{}
-	byFlow := map[shaper.FlowID]htb.Class{}
+	sessions := map[uint16]plan.Class{}
+	byFlow := map[shaper.FlowID]plan.Class{}
 	for _, c := range tree.Classes {
 		switch c.Role {
 		case shaper.RoleSession:
@@ -208,7 +208,7 @@ func TestFree5GCTree(t *testing.T) {
 			t.Errorf("flow %s has no class", id)
 			return
 		}
-		if parentAMBR == 0 && c.Parent != htb.LinkMinor {
+		if parentAMBR == 0 && c.Parent != plan.LinkMinor {
 			t.Errorf("flow %s under %d, want the link class", id, c.Parent)
 		}
 		if parentAMBR != 0 && sessions[c.Parent].Ceil != parentAMBR {

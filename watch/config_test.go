@@ -10,7 +10,7 @@ import (
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
 	"github.com/free5gc/gtpqos/shaper/classify"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -25,8 +25,8 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("example policies: %v", err)
 	}
-	want := htb.DefaultPolicy(1e9)
-	want.Leaf.Kind = htb.LeafAuto
+	want := plan.DefaultPolicy(1e9)
+	want.Leaf.Kind = plan.LeafAuto
 	hdl := htbPolicy(t, dl)
 	if dl.LinkRate != 1e9 || ul.LinkRate != 1e9 || dl.NonGBRMin != want.NonGBRMin || hdl.Burst != want.Burst ||
 		hdl.Quantum != want.Quantum || dl.Admission != shaper.Refuse || dl.Mode != shaper.Aware {
@@ -326,9 +326,9 @@ func TestConfigRefusesTinyIntervals(t *testing.T) {
 }
 
 // htbPolicy is pol with its HTB knobs decoded.
-func htbPolicy(t testing.TB, pol shaper.Policy) htb.Policy {
+func htbPolicy(t testing.TB, pol shaper.Policy) plan.Policy {
 	t.Helper()
-	hp, err := htb.PolicyOf(pol)
+	hp, err := plan.PolicyOf(pol)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // stockBackend opens what `gtpqos watch` opens on stock gtp5g: the N3
@@ -99,7 +100,7 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binds, err := gtpu.New(gtpu.Options{N3: l.dev}).Downlink().Bindings(context.Background(), classify.Env{Handle: h2, Link: link, Root: uint32(htb.OwnedMajor) << 16})
+	binds, err := gtpu.New(gtpu.Options{N3: l.dev}).Downlink().Bindings(context.Background(), classify.Env{Handle: h2, Link: link, Root: uint32(plan.OwnedMajor) << 16})
 	if err != nil {
 		t.Fatalf("read (TEID, QFI) bindings: %v", err)
 	}
@@ -107,7 +108,7 @@ func TestHTBStockGTPUClassifierAdoptsAcrossRestart(t *testing.T) {
 		t.Fatalf("%d (TEID, QFI) bindings, want one per flow (%d): %v", len(binds), len(stockFlows()), binds)
 	}
 	for _, b := range binds {
-		handle := fmt.Sprintf("%x:%x", htb.OwnedMajor, b.Minor)
+		handle := fmt.Sprintf("%x:%x", plan.OwnedMajor, b.Minor)
 		c, ok := findClass(second, handle)
 		if !ok || c.Key.TEID != b.TEID || c.Key.QFI != b.QFI {
 			t.Errorf("binding teid=%d qfi=%d -> %s: class %+v", b.TEID, b.QFI, handle, c)

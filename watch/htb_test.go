@@ -19,6 +19,7 @@ import (
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
 	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -27,7 +28,7 @@ type htbLab struct {
 	ns   *testenv.NetNS
 	dev  string
 	h    *netlink.Handle
-	pol  htb.Policy
+	pol  plan.Policy
 	peer string
 }
 
@@ -48,8 +49,8 @@ func newHTBLab(t testing.TB, link uint64) *htbLab {
 		t.Fatalf("netlink handle in %s: %v", ns.Name, err)
 	}
 	t.Cleanup(h.Close)
-	pol := htb.DefaultPolicy(link)
-	pol.Leaf.Kind = htb.LeafFIFO // the host kernel has no fq_codel
+	pol := plan.DefaultPolicy(link)
+	pol.Leaf.Kind = plan.LeafFIFO // the host kernel has no fq_codel
 	return &htbLab{ns: ns, dev: dev, h: h, pol: pol, peer: peer}
 }
 
@@ -88,7 +89,7 @@ func (w withClassList) Apply(ctx context.Context, flows []shaper.Flow, pol shape
 }
 
 // actual reads the kernel's tree through a reconciler of its own.
-func (l *htbLab) actual(t testing.TB) *htb.Tree {
+func (l *htbLab) actual(t testing.TB) *plan.Tree {
 	t.Helper()
 	tr, err := htb.NewReconciler(l.h, l.dev, htb.WithNetNS(l.ns.Handle)).Actual(context.Background())
 	if err != nil {
@@ -102,7 +103,7 @@ func (l *htbLab) actual(t testing.TB) *htb.Tree {
 
 // waitPool reads the kernel's tree once the pool holds the policy's
 // number of spare classes (its background build has nothing left to do).
-func (l *htbLab) waitPool(t testing.TB) *htb.Tree {
+func (l *htbLab) waitPool(t testing.TB) *plan.Tree {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		tr := l.actual(t)
@@ -117,16 +118,16 @@ func (l *htbLab) waitPool(t testing.TB) *htb.Tree {
 }
 
 // withoutSpares returns t without the pool's spare classes.
-func withoutSpares(t *htb.Tree) *htb.Tree {
+func withoutSpares(t *plan.Tree) *plan.Tree {
 	out := *t
-	out.Classes = slices.DeleteFunc(slices.Clone(t.Classes), func(c htb.Class) bool { return c.Role == shaper.RoleSpare })
+	out.Classes = slices.DeleteFunc(slices.Clone(t.Classes), func(c plan.Class) bool { return c.Role == shaper.RoleSpare })
 	return &out
 }
 
 // shape is a tree described without class ids: what each mark's class
 // looks like, and the classes' roles. Two trees with the same shape are
 // the same tree up to the numbering of class ids.
-func shape(tr *htb.Tree) string {
+func shape(tr *plan.Tree) string {
 	var lines []string
 	for _, c := range tr.Classes {
 		if c.Role == shaper.RoleSpare {
@@ -147,19 +148,19 @@ func shape(tr *htb.Tree) string {
 }
 
 // findHandle returns tr's class with the given handle ("6771:10").
-func findHandle(tr *htb.Tree, handle string) (htb.Class, bool) {
+func findHandle(tr *plan.Tree, handle string) (plan.Class, bool) {
 	for _, c := range tr.Classes {
 		if tr.Handle(c.Minor) == handle {
 			return c, true
 		}
 	}
-	return htb.Class{}, false
+	return plan.Class{}, false
 }
 
 // wantTree plans the final rule set from scratch, as a fresh start would.
-func (l *htbLab) wantTree(t testing.TB, flows []shaper.Flow) *htb.Tree {
+func (l *htbLab) wantTree(t testing.TB, flows []shaper.Flow) *plan.Tree {
 	t.Helper()
-	tr, problems := htb.Plan(downlinkOf(flows), l.pol, nil)
+	tr, problems := plan.Plan(downlinkOf(flows), l.pol, nil)
 	if p, bad := shaper.FirstError(problems); bad {
 		t.Fatalf("plan of the final rule set: %s", p.Error())
 	}
@@ -194,7 +195,7 @@ func sessionFlows(seid uint64, variant int) []shaper.Flow {
 }
 
 // waitShape waits until the kernel's tree has the shape of want.
-func (l *htbLab) waitShape(t testing.TB, want *htb.Tree, what string) {
+func (l *htbLab) waitShape(t testing.TB, want *plan.Tree, what string) {
 	t.Helper()
 	var got string
 	deadline := time.Now().Add(20 * time.Second)

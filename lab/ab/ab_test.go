@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // seedArms returns the seed's static and aware arms.
@@ -97,11 +97,11 @@ func TestSeedAcceptanceCatchesViolations(t *testing.T) {
 
 func TestMeasureFromCountersAndSeries(t *testing.T) {
 	arms := seedArms()
-	pol, err := htb.PolicyOf(arms[1].Policy)
+	pol, err := plan.PolicyOf(arms[1].Policy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, probs := htb.Plan(arms[1].Flows, pol, nil)
+	tree, probs := plan.Plan(arms[1].Flows, pol, nil)
 	if _, bad := shaper.FirstError(probs); bad {
 		t.Fatal(probs)
 	}

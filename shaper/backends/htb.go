@@ -9,6 +9,7 @@ import (
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // The HTB backend: an HTB tree per device, with the mark classifiers of
@@ -24,14 +25,14 @@ func init() {
 func htbOptions(o Options) (htb.Options, error) {
 	ho := htb.Options{Force: o.Force, Incremental: o.Incremental, N3: o.N3, Direction: o.Direction, OnPool: o.OnPool}
 	if o.Policy != nil {
-		pol, err := htb.PolicyOf(*o.Policy)
+		pol, err := plan.PolicyOf(*o.Policy)
 		if err != nil {
 			return ho, err
 		}
 		ho.Classifier = pol.Classifier
 	}
 	if len(o.Knobs) > 0 {
-		k, err := htb.DecodeKnobs(o.Knobs, htb.Knobs{})
+		k, err := plan.DecodeKnobs(o.Knobs, plan.Knobs{})
 		if err != nil {
 			return ho, err
 		}
@@ -95,7 +96,7 @@ func checkHTB(pol shaper.Policy, o Options) (string, error) {
 
 // overrideHTB sets pol's HTB knobs from k, checked.
 func overrideHTB(pol shaper.Policy, k shaper.Knobs) (shaper.Policy, error) {
-	if _, err := htb.DecodeKnobs(k, htb.DefaultKnobs()); err != nil {
+	if _, err := plan.DecodeKnobs(k, plan.DefaultKnobs()); err != nil {
 		return pol, err
 	}
 	merged := maps.Clone(pol.BackendKnobs.Of(htb.Name))
@@ -123,11 +124,11 @@ func keepHTB(running, next shaper.Policy) shaper.Policy {
 
 // planHTB plans an HTB tree and renders it as tc commands.
 func planHTB(flows []shaper.Flow, sp shaper.Policy, _ shaper.Direction, why string) (Planned, error) {
-	pol, err := htb.PolicyOf(sp)
+	pol, err := plan.PolicyOf(sp)
 	if err != nil {
 		return Planned{}, err
 	}
-	t, probs := htb.Plan(flows, pol, nil)
+	t, probs := plan.Plan(flows, pol, nil)
 	p := Planned{Problems: probs, Binding: string(pol.Classifier), Accounting: htb.AccountingNote(pol.Accounting, pol.Overhead.Bytes, why)}
 	if t != nil {
 		p.Binding, p.render = string(t.Classifier), t.TCCommands

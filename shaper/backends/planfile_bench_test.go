@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // flowsFile is a flows file of n flows, one per line as a program writes
@@ -26,7 +26,7 @@ func flowsFile(n int) []byte {
 //
 //	go test -run '^$' -bench PlanFile -benchtime 3x -benchmem ./shaper/backends/
 func BenchmarkPlanFile(b *testing.B) {
-	data := flowsFile(htb.MaxClasses)
+	data := flowsFile(plan.MaxClasses)
 	b.SetBytes(int64(len(data)))
 	for range b.N {
 		ff, err := shaper.ParseFlowsFile("flows.yaml", data)
@@ -37,7 +37,7 @@ func BenchmarkPlanFile(b *testing.B) {
 		if err != nil || len(p.Problems) != 0 {
 			b.Fatalf("plan: %v, %v", err, p.Problems)
 		}
-		if out := p.Render("DEV"); strings.Count(out, "class replace") != htb.MaxClasses+2 {
+		if out := p.Render("DEV"); strings.Count(out, "class replace") != plan.MaxClasses+2 {
 			b.Fatalf("rendered %d classes", strings.Count(out, "class replace"))
 		}
 	}

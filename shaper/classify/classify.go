@@ -2,11 +2,8 @@ package classify
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/vishvananda/netlink"
-
-	"github.com/free5gc/gtpqos/shaper"
 )
 
 // Env is what a Classifier works with: the backend's netlink handle, the
@@ -20,32 +17,6 @@ type Env struct {
 	// Root is the root qdisc's handle (major<<16).
 	Root uint32
 }
-
-// Entry binds one flow's packets to a class: by mark (mark classifiers) or
-// by (TEID, QFI) (GTP-U classifiers). An entry lacking the key a classifier
-// needs is skipped: such packets reach the default class.
-type Entry struct {
-	// ClassID is the full tc class id (major<<16 | minor).
-	ClassID uint32
-	// Flow names the flow, for messages.
-	Flow shaper.FlowID
-	// Mark is the skb->mark (masked with shaper.MarkMask), 0 = none.
-	Mark uint32
-	// TEID and QFI identify the flow's GTP-U packets on N3.
-	TEID uint32
-	QFI  uint8
-}
-
-// Table is what a classifier makes true on one device.
-type Table struct {
-	// Default is the class id unclassified packets go to.
-	Default uint32
-	// Entries are the flow classes' bindings, sorted by ClassID.
-	Entries []Entry
-}
-
-// Handle formats a class id as tc does: "6771:1a".
-func Handle(classID uint32) string { return fmt.Sprintf("%x:%x", classID>>16, classID&0xffff) }
 
 // Binding is one classification entry as a classifier reads it back.
 type Binding struct {

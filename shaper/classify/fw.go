@@ -9,13 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Filter priorities gtpqos uses on its root qdisc.
+// Where the fw probe briefly lives.
 const (
-	// FwPrio is the priority of the fw filters (all flows in one priority,
-	// so cls_fw hashes marks: the cost does not grow with the flow count).
-	FwPrio uint16 = 10
-	// BPFPrio is the priority of the cls_bpf mark classifier.
-	BPFPrio uint16 = 20
 	// probePrio is where the fw probe filter briefly lives.
 	probePrio uint16 = 0xfff0
 	// probeMinor is the class the probe filter names (it need not exist).

@@ -27,7 +27,6 @@ const testOverhead = 58
 // program's test-only echo copies the hash it set into cb[0].
 type skbCtx [192]byte
 
-func (c *skbCtx) mark() uint32       { return binary.NativeEndian.Uint32(c[8:]) }
 func (c *skbCtx) priority() uint32   { return binary.NativeEndian.Uint32(c[32:]) }
 func (c *skbCtx) cb(i int) uint32    { return binary.NativeEndian.Uint32(c[48+4*i:]) }
 func (c *skbCtx) tstamp() uint64     { return binary.NativeEndian.Uint64(c[152:]) }

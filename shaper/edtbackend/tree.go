@@ -10,6 +10,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // Quantum is every class's DRR quantum in bytes, as the HTB backend's
@@ -19,15 +20,15 @@ const Quantum = 12500
 // Burst is every class's bucket in bytes, as the HTB backend's default
 // (vishvananda's default, a frame plus a timer tick's worth, is too
 // small for a guest's coarse timers).
-const Burst = htb.DefaultBurst
+const Burst = plan.DefaultBurst
 
 // bufferTicks is the buffer that lets a class at rate send Burst at once,
 // saturated at the kernel's largest.
 func bufferTicks(rate uint64) uint32 {
-	if t, ok := htb.BufferTicks(rate, Burst); ok {
+	if t, ok := plan.BufferTicks(rate, Burst); ok {
 		return t
 	}
-	return htb.MaxBufferTicks
+	return plan.MaxBufferTicks
 }
 
 // rootID is the root qdisc's handle.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,7 @@ import (
 )
 
 // Name is the backend's name in policies and output.
-const Name = "htb"
+const Name = plan.Name
 
 // Options configure a Backend.
 type Options struct {
@@ -30,7 +31,7 @@ type Options struct {
 	// gtpu's views); its kind overrides the policy's.
 	Custom classify.Classifier
 	// Leaf overrides the policy's leaf kind ("" keeps it).
-	Leaf LeafKind
+	Leaf plan.LeafKind
 	// Incremental makes Apply trust its last successful write between
 	// Resyncs (see Reconciler.Reconcile).
 	Incremental bool
@@ -65,7 +66,7 @@ type Backend struct {
 	// plan against the kernel's tree next time), and pol the policy it was
 	// made for; updated says an Update wrote since the last Apply, whose
 	// remembered tree is then stale.
-	plan    *planState
+	plan    *plan.State
 	pol     shaper.Policy
 	updated bool
 	// planned says a plan was ever kept: a scrape then knows why there
@@ -129,10 +130,10 @@ func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow,
 	if b.plan == nil || pol != b.pol || !b.opts.Incremental {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, shaper.ErrFullApplyNeeded)
 	}
-	d := b.plan.apply(sessions)
-	rep.Problems, rep.ProblemsSame = b.plan.allProblems()
-	rep.Flows, rep.ClassCount = len(b.plan.minor), b.plan.classes.len()
-	if d.empty() {
+	d := b.plan.Apply(sessions)
+	rep.Problems, rep.ProblemsSame = b.plan.AllProblems()
+	rep.Flows, rep.ClassCount = len(b.plan.Minor), b.plan.Classes.Len()
+	if d.Empty() {
 		rep.Summary = fmt.Sprintf("dev %s: in sync", b.dev)
 		return rep, nil
 	}
@@ -147,8 +148,8 @@ func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow,
 	}
 	rep.Changes = deltaChanges(d, res.ClassifierKind)
 	b.refillIfLow()
-	for _, c := range append(slices.Clone(d.create), d.change...) {
-		rep.Classes = append(rep.Classes, classState(&Tree{Major: OwnedMajor}, c))
+	for _, c := range append(slices.Clone(d.Create), d.Change...) {
+		rep.Classes = append(rep.Classes, classState(&plan.Tree{Major: plan.OwnedMajor}, c))
 	}
 	return rep, nil
 }
@@ -160,7 +161,7 @@ func (b *Backend) Classes() []shaper.ClassState {
 	if b.plan == nil {
 		return nil
 	}
-	return classStates(b.plan.desired())
+	return classStates(b.plan.Desired())
 }
 
 // apply plans flows against the previous tree (or the kernel's) and
@@ -170,9 +171,9 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		return rep, err
 	}
 	rep := shaper.Report{Dev: b.dev, Backend: Name, Flows: len(flows)}
-	var prev *Tree
+	var prev *plan.Tree
 	if b.plan != nil {
-		prev = b.plan.desired()
+		prev = b.plan.Desired()
 	}
 	// This run makes the kept plan anew (or fails, and the next run reads
 	// the device): let the old one go now rather than hold both at once,
@@ -190,7 +191,7 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	if err != nil {
 		return rep, err
 	}
-	tree, problems := Plan(flows, planPol, prev)
+	tree, problems := plan.Plan(flows, planPol, prev)
 	keys := b.rec.keyCheck(tree)
 	rep.Problems = append(problems, b.warnings(tree, keys)...)
 	if tree != nil {
@@ -206,8 +207,8 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	b.pol = pol
 	// The warnings go into the kept plan too: an Update reports them for
 	// the flows it leaves alone and checks the ones it places.
-	if st, err := newPlanState(tree, shaper.GroupBySession(flows), planPol, rep.Problems); err == nil {
-		st.keys = keys
+	if st, err := plan.NewState(tree, shaper.GroupBySession(flows), planPol, rep.Problems); err == nil {
+		st.Keys = keys
 		b.plan, b.planned = st, true
 		b.requestSpares()
 	}
@@ -227,7 +228,7 @@ func (b *Backend) forgetUpdates() {
 // reconcile makes the device hold tree and says so in rep: the writes, the
 // notes, the changes against prev and, unless opt asks for none, the class
 // list.
-func (b *Backend) reconcile(ctx context.Context, tree, prev *Tree, opt shaper.ApplyOptions, rep *shaper.Report) error {
+func (b *Backend) reconcile(ctx context.Context, tree, prev *plan.Tree, opt shaper.ApplyOptions, rep *shaper.Report) error {
 	res, err := b.rec.Reconcile(ctx, tree)
 	rep.Writes, rep.Summary = res.Writes, res.Summary()
 	rep.Notes = append(append(rep.Notes, res.Notes...), res.Classifier.Notes...)
@@ -245,8 +246,8 @@ func (b *Backend) reconcile(ctx context.Context, tree, prev *Tree, opt shaper.Ap
 // resolve applies the backend's overrides to pol and fixes its overhead
 // from the device (link type, addresses) and the backend's direction; note
 // says which bytes the classes count and why.
-func (b *Backend) resolve(sp shaper.Policy) (Policy, string, error) {
-	pol, err := PolicyOf(sp)
+func (b *Backend) resolve(sp shaper.Policy) (plan.Policy, string, error) {
+	pol, err := plan.PolicyOf(sp)
 	if err != nil {
 		return pol, "", fmt.Errorf("dev %s: %w", b.dev, err)
 	}
@@ -281,7 +282,7 @@ func AccountingNote(a shaper.Accounting, over uint32, why string) string {
 }
 
 // policy applies the backend's overrides to pol.
-func (b *Backend) policy(pol Policy) Policy {
+func (b *Backend) policy(pol plan.Policy) plan.Policy {
 	switch {
 	case b.opts.Custom != nil:
 		pol.Classifier = b.opts.Custom.Kind()

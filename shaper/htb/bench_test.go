@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"os"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ func scaleFlows(first, n int) []shaper.Flow {
 	return fl
 }
 
-func scalePolicy() Policy { return DefaultPolicy(10_000 * mbit) }
+func scalePolicy() plan.Policy { return plan.DefaultPolicy(10_000 * mbit) }
 
 // rssMB returns the process's resident set size in MB.
 func rssMB() float64 {
@@ -41,7 +42,7 @@ func rssMB() float64 {
 }
 
 // applyScale plans and reconciles flows against the reconciler's tree.
-func applyScale(tb testing.TB, rec *Reconciler, flows []shaper.Flow, prev *Tree) (*Tree, Result) {
+func applyScale(tb testing.TB, rec *Reconciler, flows []shaper.Flow, prev *plan.Tree) (*plan.Tree, Result) {
 	pol := scalePolicy()
 	tree := mustPlan(tb, flows, pol, prev)
 	return tree, mustReconcile(tb, rec, tree)
@@ -51,7 +52,7 @@ func BenchmarkPlan10k(b *testing.B) {
 	fl := scaleFlows(1, 10_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		Plan(fl, scalePolicy(), nil)
+		plan.Plan(fl, scalePolicy(), nil)
 	}
 }
 

@@ -3,30 +3,12 @@ package htb
 import (
 	"encoding/binary"
 	"fmt"
-	"time"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
-
-	"github.com/free5gc/gtpqos/shaper"
 )
-
-// LeafFloorFrames is the fewest largest frames a FIFO leaf holds, whatever
-// its budget: below a few frames a class could not queue the packets one
-// HTB dequeue round hands it (and a budget shorter than a frame's
-// serialisation would drop every packet).
-const LeafFloorFrames = 4
-
-// QueueLimit is the byte limit of the FIFO leaf of a class whose ceil is
-// ceil bit/s and whose flow has the given delay budget: ceil × budget, at
-// least LeafFloorFrames × maxFrame. A queue that size, drained at the
-// ceil (a sender held at its MBR), holds no packet longer than the
-// budget. It counts what the class counts (the user's packets under
-// packet accounting: the root's size table sets every packet's length).
-func QueueLimit(ceil uint64, budget time.Duration, maxFrame uint32) uint32 {
-	return uint32(max(shaper.BudgetBytes(ceil, budget), uint64(LeafFloorFrames)*uint64(maxFrame)))
-}
 
 // fifoLeaf is a bfifo sized by the class's delay budget (Class.QueueLimit
 // bytes). A class without a limit (a tree not made by Plan) keeps HTB's
@@ -45,7 +27,7 @@ type bfifoQdisc struct {
 func (q *bfifoQdisc) Attrs() *netlink.QdiscAttrs { return &q.QdiscAttrs }
 func (q *bfifoQdisc) Type() string               { return "bfifo" }
 
-func (fifoLeaf) want(link netlink.Link, t *Tree, c Class) netlink.Qdisc {
+func (fifoLeaf) want(link netlink.Link, t *plan.Tree, c plan.Class) netlink.Qdisc {
 	if c.QueueLimit == 0 {
 		return nil
 	}
@@ -57,7 +39,7 @@ func (fifoLeaf) want(link netlink.Link, t *Tree, c Class) netlink.Qdisc {
 // spare, which carries nothing) takes HTB's built-in pfifo, which is not
 // listed (or has no handle), or the bfifo of the flow it held last: a
 // listed pfifo was added by hand, with its own limit, and is drift.
-func (fifoLeaf) matches(_ netlink.Link, _ *Tree, c Class, q netlink.Qdisc) bool {
+func (fifoLeaf) matches(_ netlink.Link, _ *plan.Tree, c plan.Class, q netlink.Qdisc) bool {
 	if c.QueueLimit == 0 {
 		_, ours := q.(*bfifoQdisc)
 		return q == nil || (q.Type() == "pfifo" && q.Attrs().Handle == 0) || ours && q.Attrs().Handle == netlink.MakeHandle(c.Minor, 0)
@@ -67,23 +49,10 @@ func (fifoLeaf) matches(_ netlink.Link, _ *Tree, c Class, q netlink.Qdisc) bool 
 }
 
 // inPlace: a bfifo's limit changes in place.
-func (fifoLeaf) inPlace(*Tree, Class, netlink.Qdisc) bool { return true }
+func (fifoLeaf) inPlace(*plan.Tree, plan.Class, netlink.Qdisc) bool { return true }
 
-func (fifoLeaf) read(q netlink.Qdisc) (LeafSpec, bool) {
-	return LeafSpec{Kind: LeafFIFO}, q == nil || q.Type() == "pfifo" || q.Type() == "bfifo"
-}
-
-func (fifoLeaf) render(dev string, t *Tree, c Class) string {
-	if c.QueueLimit == 0 {
-		return ""
-	}
-	return fmt.Sprintf("tc qdisc replace dev %s parent %s handle %x: bfifo limit %d  # %s", dev, t.Handle(c.Minor), c.Minor,
-		c.QueueLimit, budgetNote(c))
-}
-
-// budgetNote says where a FIFO leaf's limit comes from.
-func budgetNote(c Class) string {
-	return fmt.Sprintf("delay budget %v at ceil %s (at least %d frames)", c.Budget, shaper.FormatRate(c.Ceil), LeafFloorFrames)
+func (fifoLeaf) read(q netlink.Qdisc) (plan.LeafSpec, bool) {
+	return plan.LeafSpec{Kind: plan.LeafFIFO}, q == nil || q.Type() == "pfifo" || q.Type() == "bfifo"
 }
 
 // bfifoReq creates or replaces q (a replace of a bfifo changes its limit

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
@@ -28,7 +29,7 @@ func (r *Reconciler) builtin(k classify.Kind) classify.Classifier {
 // checkKind fails if the classifier the run would use is neither given with
 // WithClassifier, nor auto, nor built in. It reads nothing from the kernel,
 // so reconcile calls it before changing anything.
-func (r *Reconciler) checkKind(desired *Tree) error {
+func (r *Reconciler) checkKind(desired *plan.Tree) error {
 	if r.cls != nil {
 		return nil
 	}
@@ -45,7 +46,7 @@ func (r *Reconciler) checkKind(desired *Tree) error {
 // classifier picks the classifier: one given with WithClassifier, else the
 // forced or desired kind; auto adopts the built-in classifier already
 // installed, else probes fw and falls back to bpf.
-func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *Tree, res *Result) (classify.Classifier, error) {
+func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *plan.Tree, res *Result) (classify.Classifier, error) {
 	if r.cls != nil {
 		res.ClassifierKind = r.cls.Kind()
 		return r.cls, nil

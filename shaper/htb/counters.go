@@ -3,6 +3,7 @@ package htb
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -66,7 +67,7 @@ func eachClassCounters(c *rtnl, ifindex int, fn func(minor uint16, cc shaper.Cou
 		if err != nil {
 			return err
 		}
-		if maj := uint16(cc.handle >> 16); maj == OwnedMajor && cc.ifindex == ifindex {
+		if maj := uint16(cc.handle >> 16); maj == plan.OwnedMajor && cc.ifindex == ifindex {
 			fn(uint16(cc.handle), cc.c)
 		}
 		return nil

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"encoding/binary"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func queue(qlen, backlog, drops, requeues, overlimits uint32) []byte {
 }
 
 func TestParseClassCounters(t *testing.T) {
-	h := netlink.MakeHandle(OwnedMajor, 0x10)
+	h := netlink.MakeHandle(plan.OwnedMajor, 0x10)
 	cc, err := parseClassCounters(classMsg(7, h, basic(1500, 3), queue(1, 200, 4, 9, 5)))
 	want := shaper.Counters{Bytes: 1500, Packets: 3, Drops: 4, Overlimits: 5, Backlog: 200, Qlen: 1}
 	if err != nil || cc.ifindex != 7 || cc.handle != h || cc.c != want {
@@ -101,7 +102,7 @@ func TestIntegrationFlowCounters(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
 	be := l.open(Options{Incremental: true})
-	pol := DefaultPolicy(100 * mbit)
+	pol := plan.DefaultPolicy(100 * mbit)
 	pol.Pool = 2
 	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 0, 10), updateFlow(2, 2, 0, 10)}
 	if got, err := be.FlowCounters(ctx); err != nil || got != nil {
@@ -110,7 +111,7 @@ func TestIntegrationFlowCounters(t *testing.T) {
 	if _, err := be.Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	target, _ := be.plan.classes.get(be.plan.minor[flows[0].ID])
+	target, _ := be.plan.Classes.Get(be.plan.Minor[flows[0].ID])
 	l.send(t, flows[0].Mark, 5, 300)
 	l.waitPackets(t, be.Reconciler(), target.Minor, 5)
 	got, err := be.FlowCounters(ctx)
@@ -124,11 +125,11 @@ func TestIntegrationFlowCounters(t *testing.T) {
 	seen := map[shaper.FlowID]bool{}
 	for _, fc := range got {
 		seen[fc.Flow] = true
-		c, _ := be.plan.classes.get(uint16(fc.Class))
-		if c.Role != shaper.RoleFlow || c.Flow != fc.Flow || fc.Class>>16 != uint32(OwnedMajor) || fc.QFI != c.QFI {
+		c, _ := be.plan.Classes.Get(uint16(fc.Class))
+		if c.Role != shaper.RoleFlow || c.Flow != fc.Flow || fc.Class>>16 != uint32(plan.OwnedMajor) || fc.QFI != c.QFI {
 			t.Errorf("%+v: not flow %s's class (plan has %+v)", fc, fc.Flow, c)
 		}
-		if want := all[(&Tree{Major: OwnedMajor}).Handle(uint16(fc.Class))]; fc.Counters != want {
+		if want := all[(&plan.Tree{Major: plan.OwnedMajor}).Handle(uint16(fc.Class))]; fc.Counters != want {
 			t.Errorf("flow %s: counters %+v, the class read says %+v", fc.Flow, fc.Counters, want)
 		}
 		if fc.Flow == flows[0].ID && fc.Packets < 5 {
@@ -145,10 +146,10 @@ func TestIntegrationFlowCounters(t *testing.T) {
 // changed tree may send a class twice); the root, default and session
 // classes and classes the plan does not know are left out.
 func TestFlowCountersJoin(t *testing.T) {
-	pol := DefaultPolicy(100 * mbit)
+	pol := plan.DefaultPolicy(100 * mbit)
 	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 0, 10), updateFlow(2, 2, 0, 10)}
-	tree, problems := Plan(flows, pol, nil)
-	st, err := newPlanState(tree, shaper.GroupBySession(flows), pol, problems)
+	tree, problems := plan.Plan(flows, pol, nil)
+	st, err := plan.NewState(tree, shaper.GroupBySession(flows), pol, problems)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +157,14 @@ func TestFlowCountersJoin(t *testing.T) {
 	for i, c := range tree.Classes {
 		read = append(read, minorCounters{c.Minor, shaper.Counters{Packets: uint64(i + 1)}})
 	}
-	first := st.minor[flows[1].ID]
+	first := st.Minor[flows[1].ID]
 	read = append(read, minorCounters{first, shaper.Counters{Packets: 999}}, minorCounters{0xfffe, shaper.Counters{Packets: 7}})
-	got := st.flowCounters(read)
+	got := flowCounters(st, read)
 	if len(got) != len(flows) {
 		t.Fatalf("%d flow counters, want one per flow: %+v", len(got), got)
 	}
 	for _, fc := range got {
-		c, _ := st.classes.get(uint16(fc.Class))
+		c, _ := st.Classes.Get(uint16(fc.Class))
 		if c.Role != shaper.RoleFlow || c.Flow != fc.Flow || fc.Class>>16 != uint32(tree.Major) {
 			t.Errorf("%+v: not flow %s's class", fc, fc.Flow)
 		}

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"net"
 	"os"
 	"regexp"
@@ -44,7 +45,7 @@ const (
 
 // dpStandardSizes are the flow-class counts measured by default (up to
 // 10,000) and with GTPQOS_BENCH_MAX=65518.
-var dpStandardSizes = []int{3, 10_000, MaxClasses}
+var dpStandardSizes = []int{3, 10_000, plan.MaxClasses}
 
 // dpSizes returns the class counts to measure: the standard sizes up to
 // GTPQOS_BENCH_MAX (default 10,000), plus the maximum itself.
@@ -52,8 +53,8 @@ func dpSizes(env string) ([]int, error) {
 	max := 10_000
 	if env != "" {
 		v, err := strconv.Atoi(env)
-		if err != nil || v < 1 || v > MaxClasses {
-			return nil, fmt.Errorf("%s=%q: want a class count from 1 to %d", dpMaxEnv, env, MaxClasses)
+		if err != nil || v < 1 || v > plan.MaxClasses {
+			return nil, fmt.Errorf("%s=%q: want a class count from 1 to %d", dpMaxEnv, env, plan.MaxClasses)
 		}
 		max = v
 	}
@@ -148,7 +149,7 @@ func (l *dpLab) build(b *testing.B, n int) {
 	ctx := context.Background()
 	be := l.open(Options{})
 	start := time.Now()
-	rep, err := be.Apply(ctx, dpFlows(n), DefaultPolicy(dpLink).Shaper(), shaper.ApplyOptions{Strict: true})
+	rep, err := be.Apply(ctx, dpFlows(n), plan.DefaultPolicy(dpLink).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		b.Fatalf("apply %d flows: %v", n, err)
 	}
@@ -261,13 +262,13 @@ func (l *dpLab) check(b *testing.B, r sendResult, before, after dpCounters) {
 	var flow uint64
 	hit := 0
 	for _, minor := range l.flowMinors {
-		id := uint32(OwnedMajor)<<16 | uint32(minor)
+		id := uint32(plan.OwnedMajor)<<16 | uint32(minor)
 		if d := after.classes[id] - before.classes[id]; d > 0 {
 			flow += d
 			hit++
 		}
 	}
-	def := uint32(OwnedMajor)<<16 | uint32(DefaultMinor)
+	def := uint32(plan.OwnedMajor)<<16 | uint32(plan.DefaultMinor)
 	stray := after.classes[def] - before.classes[def]
 	if flow != uint64(r.accepted) || stray > 3 {
 		b.Fatalf("%d packets sent: %d counted in flow classes, %d in the default class", r.accepted, flow, stray)

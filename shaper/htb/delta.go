@@ -3,19 +3,20 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
-// writeDelta writes an incremental update (planState.apply) on top of what
+// writeDelta writes an incremental update (plan.State.Apply) on top of what
 // the last successful run made true, reading nothing back: entries
 // unbound, classes deleted children first, classes created parents first
 // (with their leaf qdiscs) and changed, entries bound. It needs incremental
 // mode, a remembered state and a classifier that can patch single entries;
 // otherwise, and after any error (the memory is dropped then), the caller
 // applies in full.
-func (r *Reconciler) writeDelta(ctx context.Context, d *delta) (Result, error) {
+func (r *Reconciler) writeDelta(ctx context.Context, d *plan.Delta) (Result, error) {
 	res := Result{Dev: r.dev, Incremental: true, Adopted: true}
 	st := r.mem
 	r.mem = nil
@@ -29,7 +30,7 @@ func (r *Reconciler) writeDelta(ctx context.Context, d *delta) (Result, error) {
 	res.ClassifierKind, res.LeafKind = st.cls.Kind(), st.leaf
 	start := r.writes
 	w := deltaWriter{r: r, st: st, env: classify.Env{Handle: r.h, Link: st.link, Root: rootHandle()}, pt: pt, res: &res,
-		t: &Tree{Major: OwnedMajor, Leaf: st.tree.Leaf}}
+		t: &plan.Tree{Major: plan.OwnedMajor, Leaf: st.tree.Leaf}}
 	err := w.write(ctx, d)
 	res.Writes = r.writes - start
 	if err != nil {
@@ -46,15 +47,15 @@ type deltaWriter struct {
 	env classify.Env
 	pt  classify.Patcher
 	res *Result
-	t   *Tree // the major and leaf spec, for handles and leaf qdiscs
+	t   *plan.Tree // the major and leaf spec, for handles and leaf qdiscs
 }
 
-func (w *deltaWriter) write(ctx context.Context, d *delta) error {
-	if err := w.patch(ctx, d.unbind, nil); err != nil {
+func (w *deltaWriter) write(ctx context.Context, d *plan.Delta) error {
+	if err := w.patch(ctx, d.Unbind, nil); err != nil {
 		return err
 	}
-	for _, m := range d.del {
-		a, ok := w.st.classes.get(m)
+	for _, m := range d.Del {
+		a, ok := w.st.classes.Get(m)
 		if !ok {
 			return fmt.Errorf("dev %s: class %s to delete is not remembered: %w", w.r.dev, w.t.Handle(m), shaper.ErrFullApplyNeeded)
 		}
@@ -64,12 +65,12 @@ func (w *deltaWriter) write(ctx context.Context, d *delta) error {
 		w.st.deleted(w.t, m)
 		w.res.Deleted = append(w.res.Deleted, m)
 	}
-	for _, c := range d.create {
+	for _, c := range d.Create {
 		if err := w.create(ctx, c); err != nil {
 			return err
 		}
 	}
-	for _, c := range d.change {
+	for _, c := range d.Change {
 		hc, over, err := w.r.writeClass(w.st.link, w.t, c, false)
 		if err != nil {
 			return fmt.Errorf("dev %s: change %s class %s: %w", w.r.dev, c.Role, w.t.Handle(c.Minor), err)
@@ -81,11 +82,11 @@ func (w *deltaWriter) write(ctx context.Context, d *delta) error {
 			return err
 		}
 	}
-	return w.patch(ctx, nil, d.bind)
+	return w.patch(ctx, nil, d.Bind)
 }
 
 // create creates one class and, for a leaf, its leaf qdisc.
-func (w *deltaWriter) create(ctx context.Context, c Class) error {
+func (w *deltaWriter) create(ctx context.Context, c plan.Class) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (w *deltaWriter) create(ctx context.Context, c Class) error {
 
 // leaf writes leaf class c's leaf qdisc where the remembered one is not
 // what c asks for.
-func (w *deltaWriter) leaf(c Class) error {
+func (w *deltaWriter) leaf(c plan.Class) error {
 	lf, ok := leaves[w.st.leaf]
 	if !ok || !c.IsLeaf() || lf.matches(w.st.link, w.t, c, w.st.byParent[w.t.ClassID(c.Minor)]) {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sync"
 	"time"
 
@@ -33,7 +34,7 @@ func (b *Backend) FlowCounters(ctx context.Context) ([]shaper.FlowCounters, erro
 		return nil, err
 	}
 	link, err := b.h.LinkByName(b.dev)
-	n := b.plan.classes.len()
+	n := b.plan.Classes.Len()
 	b.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", b.dev, err)
@@ -54,7 +55,7 @@ func (b *Backend) FlowCounters(ctx context.Context) ([]shaper.FlowCounters, erro
 	if err := b.countersReadable(); err != nil || b.plan == nil {
 		return nil, err
 	}
-	return b.plan.flowCounters(read), nil
+	return flowCounters(b.plan, read), nil
 }
 
 // countersReadable says why the flow classes' counters cannot be read
@@ -81,16 +82,16 @@ type minorCounters struct {
 // flowCounters joins counters read from the kernel with the plan's flow
 // classes: other classes are left out, and a class read twice is
 // reported once.
-func (s *planState) flowCounters(read []minorCounters) []shaper.FlowCounters {
-	out := make([]shaper.FlowCounters, 0, len(s.minor))
+func flowCounters(s *plan.State, read []minorCounters) []shaper.FlowCounters {
+	out := make([]shaper.FlowCounters, 0, len(s.Minor))
 	var seen minorSet
 	for _, r := range read {
-		c, ok := s.classes.get(r.minor)
+		c, ok := s.Classes.Get(r.minor)
 		if !ok || c.Role != shaper.RoleFlow || seen.has(r.minor) {
 			continue
 		}
 		seen.add(r.minor)
-		out = append(out, shaper.FlowCounters{Flow: c.Flow, Class: uint32(s.major)<<16 | uint32(r.minor), QFI: c.QFI, Counters: r.c})
+		out = append(out, shaper.FlowCounters{Flow: c.Flow, Class: uint32(s.Major)<<16 | uint32(r.minor), QFI: c.QFI, Counters: r.c})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package htb
 
 import (
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sort"
 
 	"github.com/vishvananda/netlink"
@@ -51,7 +52,7 @@ func (r *Reconciler) ownsFilter(f netlink.Filter) bool {
 // would cost more than the rest of a full run at 10k sessions). Such a
 // filter can still pin a class: its deletion then fails, loudly.
 func (r *Reconciler) foreignChains(link netlink.Link) ([]foreignChain, error) {
-	parents := []uint32{rootHandle(), netlink.MakeHandle(OwnedMajor, LinkMinor)}
+	parents := []uint32{rootHandle(), netlink.MakeHandle(plan.OwnedMajor, plan.LinkMinor)}
 	seen := map[foreignChain]bool{}
 	var out []foreignChain
 	for _, p := range parents {
@@ -95,7 +96,7 @@ func (u *run) removeForeignFilters() error {
 		if err := u.r.do(func() error { return u.r.h.FilterDel(f) }); err != nil {
 			return fmt.Errorf("dev %s: remove foreign %s: %w", u.r.dev, c, err)
 		}
-		u.res.Notes = append(u.res.Notes, fmt.Sprintf("removed a foreign %s (everything under the %x: root is gtpqos's)", c, OwnedMajor))
+		u.res.Notes = append(u.res.Notes, fmt.Sprintf("removed a foreign %s (everything under the %x: root is gtpqos's)", c, plan.OwnedMajor))
 	}
 	return nil
 }

@@ -3,13 +3,14 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
 )
 
-func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
+func (r *Reconciler) actual(ctx context.Context) (*plan.Tree, error) {
 	link, err := r.link()
 	if err != nil {
 		return nil, err
@@ -28,25 +29,25 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{Major: OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: LeafSpec{Kind: LeafFIFO},
+	t := &plan.Tree{Major: plan.OwnedMajor, DefaultMinor: uint16(st.root.(*netlink.Htb).Defcls), Leaf: plan.LeafSpec{Kind: plan.LeafFIFO},
 		Accounting: shaper.AccountFrame}
 	if st.stab != nil {
 		t.Accounting, t.Overhead = shaper.AccountPacket, uint32(max(-st.stab.Overhead, 0))
 	}
 	hasChild := map[uint16]bool{}
-	for _, h := range hs.all() {
-		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == OwnedMajor && pmin != 0 {
+	for _, h := range hs.All() {
+		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == plan.OwnedMajor && pmin != 0 {
 			hasChild[pmin] = true
 		}
 	}
-	for m, h := range hs.all() {
-		c := Class{Minor: m, Rate: h.rate * 8, Ceil: h.ceil * 8, Quantum: h.quantum, Prio: h.prio,
-			Burst: BufferBytes(h.rate*8, h.buffer), CBurst: BufferBytes(h.ceil*8, h.cbuffer), Overhead: uint32(h.over.rate)}
-		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == OwnedMajor {
+	for m, h := range hs.All() {
+		c := plan.Class{Minor: m, Rate: h.rate * 8, Ceil: h.ceil * 8, Quantum: h.quantum, Prio: h.prio,
+			Burst: plan.BufferBytes(h.rate*8, h.buffer), CBurst: plan.BufferBytes(h.ceil*8, h.cbuffer), Overhead: uint32(h.over.rate)}
+		if pmaj, pmin := netlink.MajorMinor(h.parent); pmaj == plan.OwnedMajor {
 			c.Parent = pmin
 		}
 		switch {
-		case m == LinkMinor:
+		case m == plan.LinkMinor:
 			c.Role = shaper.RoleLink
 			t.LinkRate = c.Rate
 		case m == t.DefaultMinor:
@@ -58,13 +59,13 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 		}
 		t.Classes = append(t.Classes, c)
 	}
-	t.sortClasses()
+	t.SortClasses()
 	t.Leaf = readLeaf(st.byParent[t.ClassID(t.DefaultMinor)])
 	if err := r.readBindings(ctx, link, t); err != nil {
 		return nil, err
 	}
 	for i := range t.Classes {
-		if looksSpare(t.Classes[i]) {
+		if plan.LooksSpare(t.Classes[i]) {
 			t.Classes[i].Role = shaper.RoleSpare
 		}
 	}
@@ -74,7 +75,7 @@ func (r *Reconciler) actual(ctx context.Context) (*Tree, error) {
 // readBindings sets the tree's classifier and its flow classes' keys from
 // the first classifier (the one given, else fw, else bpf) that holds
 // entries.
-func (r *Reconciler) readBindings(ctx context.Context, link netlink.Link, t *Tree) error {
+func (r *Reconciler) readBindings(ctx context.Context, link netlink.Link, t *plan.Tree) error {
 	env := classify.Env{Handle: r.h, Link: link, Root: rootHandle()}
 	var cands []classify.Classifier
 	if r.cls != nil {
@@ -130,7 +131,7 @@ func (r *Reconciler) reset(ctx context.Context) error {
 		}
 	}
 	if err := r.do(func() error { return r.h.QdiscDel(st.root) }); err != nil {
-		return fmt.Errorf("dev %s: delete root qdisc htb %x: %w", r.dev, OwnedMajor, err)
+		return fmt.Errorf("dev %s: delete root qdisc htb %x: %w", r.dev, plan.OwnedMajor, err)
 	}
 	// The root took the cls_bpf filter with it; its pins go too.
 	if err := classify.RemoveMarkPins(env); err != nil {
@@ -155,7 +156,7 @@ func (r *Reconciler) classStats(ctx context.Context) (map[uint32]ClassStats, err
 	}
 	out := map[uint32]ClassStats{}
 	err = eachClassCounters(c, link.Attrs().Index, func(minor uint16, cc shaper.Counters) {
-		id := netlink.MakeHandle(OwnedMajor, minor)
+		id := netlink.MakeHandle(plan.OwnedMajor, minor)
 		out[id] = ClassStats{ClassID: id, Minor: minor, Bytes: cc.Bytes, Packets: cc.Packets, Drops: uint32(cc.Drops),
 			Overlimits: uint32(cc.Overlimits), Backlog: uint32(cc.Backlog), Qlen: uint32(cc.Qlen)}
 	})

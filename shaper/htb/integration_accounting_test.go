@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func (l *lab) tcOverheads(t testing.TB) map[string]string {
 
 // checkAccounting compares the kernel's size table and rate-spec
 // overheads, read with tc and with Actual, with the plan.
-func (l *lab) checkAccounting(t testing.TB, rec *Reconciler, want *Tree) {
+func (l *lab) checkAccounting(t testing.TB, rec *Reconciler, want *plan.Tree) {
 	t.Helper()
 	stab, ok := l.tcStab(t)
 	switch {
@@ -100,7 +101,7 @@ func (l *lab) bytesPerPacket(t testing.TB, rec *Reconciler, mark uint32, minor u
 func TestIntegrationAccounting(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	pol := DefaultPolicy(30 * mbit)
+	pol := plan.DefaultPolicy(30 * mbit)
 	packet := mustPlan(t, seedFlows(), pol, nil)
 	if packet.Accounting != shaper.AccountPacket || packet.Overhead != 58 {
 		t.Fatalf("default plan: accounting %s overhead %d, want packet 58", packet.Accounting, packet.Overhead)
@@ -122,7 +123,7 @@ func TestIntegrationAccounting(t *testing.T) {
 	pol.Accounting = shaper.AccountFrame
 	frame := mustPlan(t, seedFlows(), pol, nil)
 	res := mustReconcile(t, rec, frame)
-	if res.CreatedRoot || res.Writes != 2 || len(res.Changed) != 1 || res.Changed[0] != LinkMinor || !hasNote(res, "switched to frame in place") {
+	if res.CreatedRoot || res.Writes != 2 || len(res.Changed) != 1 || res.Changed[0] != plan.LinkMinor || !hasNote(res, "switched to frame in place") {
 		t.Errorf("switch to frame: %s (notes %q); want the size table and the link class changed in place, 2 writes", res.Summary(), res.Notes)
 	}
 	l.checkAccounting(t, rec, frame)
@@ -160,7 +161,7 @@ func TestIntegrationAccounting(t *testing.T) {
 func TestIntegrationAccountingDriftRepair(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	mustReconcile(t, rec, tree)
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:", "classid", "6771:1", "htb",
 		"rate", "30mbit", "ceil", "30mbit", "burst", "32k", "cburst", "32k")
@@ -196,7 +197,7 @@ func TestIntegrationRootDefaultRebuilt(t *testing.T) {
 	for _, force := range []bool{false, true} {
 		l := newLab(t)
 		l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "6771:", "htb", "default", "40")
-		tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+		tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 		rec := l.rec(WithForce(force))
 		res := mustReconcile(t, rec, tree)
 		if !res.CreatedRoot || !hasNote(res, "HTB cannot change a root's default in place: rebuilt the tree (class counters start again)") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"slices"
 	"testing"
 	"time"
@@ -58,8 +59,8 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 		t.Run(fmt.Sprintf("incremental=%v", incremental), func(t *testing.T) {
 			l := newLab(t)
 			bc := &bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}
-			rec := l.rec(WithClassifier(bc), WithIncremental(incremental), WithLeaf(LeafFIFO))
-			pol := DefaultPolicy(100 * mbit)
+			rec := l.rec(WithClassifier(bc), WithIncremental(incremental), WithLeaf(plan.LeafFIFO))
+			pol := plan.DefaultPolicy(100 * mbit)
 			sess := []shaper.Flow{
 				{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x21, SessionAMBR: 5 * mbit},
 				{ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x22, SessionAMBR: 5 * mbit},
@@ -78,7 +79,7 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 				t.Errorf("update %s bound classes before creating them: %v", res.Summary(), bc.early)
 			}
 			l.matches(t, l.rec(), t2)
-			if res := mustReconcile(t, l.rec(WithClassifier(bc), WithLeaf(LeafFIFO)), t2); !res.InSync() {
+			if res := mustReconcile(t, l.rec(WithClassifier(bc), WithLeaf(plan.LeafFIFO)), t2); !res.InSync() {
 				t.Errorf("second run: %s; want in sync", res.Summary())
 			}
 		})
@@ -125,7 +126,7 @@ func TestIntegrationBuildBindsInChunks(t *testing.T) {
 	t.Run("whole build", func(t *testing.T) {
 		l := newLab(t)
 		cr := &chunkRecorder{bindChecker: bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}}
-		rec := l.rec(WithClassifier(cr), WithLeaf(LeafFIFO))
+		rec := l.rec(WithClassifier(cr), WithLeaf(plan.LeafFIFO))
 		rec.bind = bindChunk{Classes: 10, Every: time.Hour}
 		mustReconcile(t, rec, mustPlan(t, flows, pol, nil))
 		if want := []int{10, 20, 30, 40, 45}; !slices.Equal(cr.sizes, want) {
@@ -145,7 +146,7 @@ func TestIntegrationBuildBindsInChunks(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		cr := &chunkRecorder{bindChecker: bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}, cancelAt: 3, cancel: cancel}
-		rec := l.rec(WithClassifier(cr), WithLeaf(LeafFIFO))
+		rec := l.rec(WithClassifier(cr), WithLeaf(plan.LeafFIFO))
 		rec.bind = bindChunk{Classes: 10, Every: time.Hour}
 		if _, err := rec.Reconcile(ctx, mustPlan(t, flows, pol, nil)); !errors.Is(err, context.Canceled) {
 			t.Fatalf("reconcile: %v; want it cancelled", err)
@@ -159,7 +160,7 @@ func TestIntegrationBuildBindsInChunks(t *testing.T) {
 		}
 		// The next run completes the tree.
 		full := mustPlan(t, flows, pol, nil)
-		mustReconcile(t, l.rec(WithLeaf(LeafFIFO)), full)
+		mustReconcile(t, l.rec(WithLeaf(plan.LeafFIFO)), full)
 		l.matches(t, l.rec(), full)
 	})
 }

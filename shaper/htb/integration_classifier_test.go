@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ import (
 // other classifier, which must remove the first.
 func TestIntegrationClassifiers(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	// Create the root once so probes have a qdisc to work on.
 	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
@@ -66,9 +67,9 @@ func TestIntegrationClassifiers(t *testing.T) {
 // kernel has fq_codel.
 func TestIntegrationLeaves(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	res := mustReconcile(t, l.rec(), tree)
-	if res.LeafKind == LeafFIFO {
+	if res.LeafKind == plan.LeafFIFO {
 		if !strings.Contains(res.String(), "fq_codel not available") {
 			t.Errorf("FIFO fallback not reported: %s", res)
 		}
@@ -85,14 +86,14 @@ func TestIntegrationLeaves(t *testing.T) {
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Count(q, "fq_codel") != 4 || !strings.Contains(q, "limit 1000p") {
 		t.Errorf("want 4 fq_codel leaves with limit 1000:\n%s", q)
 	}
-	res = mustReconcile(t, l.rec(WithLeaf(LeafFIFO)), tree)
+	res = mustReconcile(t, l.rec(WithLeaf(plan.LeafFIFO)), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("to FIFO: %s; want 4 leaves replaced", res.Summary())
 	}
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Contains(q, "fq_codel") {
 		t.Errorf("fq_codel left after switching to FIFO:\n%s", q)
 	}
-	res = mustReconcile(t, l.rec(WithLeaf(LeafFQCodel)), tree)
+	res = mustReconcile(t, l.rec(WithLeaf(plan.LeafFQCodel)), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("back to fq_codel: %s; want 4 leaves", res.Summary())
 	}
@@ -107,7 +108,7 @@ func TestIntegrationLeaves(t *testing.T) {
 func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 	l := newLab(t)
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	bad := *tree
 	bad.Classifier = "fww"
 	for name, run := range map[string]func() error{
@@ -139,7 +140,7 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 // replaces it with the masking one instead of adopting it.
 func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16})
@@ -198,7 +199,7 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 // re-creates the chain with MarkMask, so bits 24-31 are ignored.
 func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	l := newLab(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
 	env := l.classifierEnv(t)
 	if err := classify.NewFw().Probe(context.Background(), env); err != nil {

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"regexp"
 	"sort"
 	"strings"
@@ -39,12 +40,12 @@ func (l *lab) canonical(t testing.TB) string {
 	}
 	// A re-loaded BPF program has another id and load time.
 	d := bpfID.ReplaceAllString(l.dump(t)+inner, "id N")
-	return d + "bindings (" + string(tr.classifierOrNone()) + "):\n" + strings.Join(b, "\n")
+	return d + "bindings (" + string(classifierOrNone(tr)) + "):\n" + strings.Join(b, "\n")
 }
 
 var bpfID = regexp.MustCompile(`\bid \d+`)
 
-func (t *Tree) classifierOrNone() classify.Kind {
+func classifierOrNone(t *plan.Tree) classify.Kind {
 	if t == nil || t.Classifier == "" {
 		return "none"
 	}
@@ -78,7 +79,7 @@ func (l *lab) rebind(t *testing.T, edit func(*classify.Table)) {
 func TestIntegrationDriftEveryKind(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	pol := DefaultPolicy(30 * mbit)
+	pol := plan.DefaultPolicy(30 * mbit)
 	pol.Pool = 2
 	applyFlows := func(t *testing.T, flows []shaper.Flow) shaper.Report {
 		t.Helper()

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	pol := DefaultPolicy(100 * mbit)
+	pol := plan.DefaultPolicy(100 * mbit)
 	t1 := mustPlan(t, seedFlows(), pol, nil)
 	if res := mustReconcile(t, rec, t1); res.Incremental || !res.CreatedRoot {
 		t.Fatalf("first run: %s (incremental %v); want a full run creating the root", res.Summary(), res.Incremental)
@@ -74,7 +75,7 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
@@ -124,7 +125,7 @@ func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
-	pol := DefaultPolicy(100 * mbit)
+	pol := plan.DefaultPolicy(100 * mbit)
 	mk := func(ambr uint64, qers ...uint32) []shaper.Flow {
 		var out []shaper.Flow
 		for _, q := range qers {
@@ -145,9 +146,9 @@ func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 		{"session again", mk(5*mbit, 6, 7), true},
 		{"replanned without previous", mk(0, 6, 7), false},
 	}
-	var prev *Tree
+	var prev *plan.Tree
 	for i, s := range steps {
-		var from *Tree
+		var from *plan.Tree
 		if s.previous {
 			from = prev
 		}
@@ -164,7 +165,7 @@ func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 		prev = tree
 	}
 	// A failed run drops the memory: the next run reads the kernel.
-	if _, err := rec.Reconcile(context.Background(), &Tree{Major: 1}); err == nil {
+	if _, err := rec.Reconcile(context.Background(), &plan.Tree{Major: 1}); err == nil {
 		t.Fatal("reconcile of a foreign-major tree succeeded")
 	}
 	reads := rec.ClassListReads()
@@ -192,7 +193,7 @@ func TestIntegrationIncrementalTreeGoneFails(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec(WithIncremental(true))
 	flows := seedFlows()
-	pol := DefaultPolicy(30 * mbit)
+	pol := plan.DefaultPolicy(30 * mbit)
 	tree := mustPlan(t, flows, pol, nil)
 	mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)

@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"os"
 	"sort"
 	"strings"
@@ -61,7 +62,7 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 		t.Fatalf("the Debian VM kernel must have cls_fw and fq_codel (tc: fw %v, fq_codel %v)", hasFw, hasFQ)
 	}
 	ctx := context.Background()
-	pol := DefaultPolicy(30 * mbit)
+	pol := plan.DefaultPolicy(30 * mbit)
 	for _, tc := range []struct {
 		name    string
 		opts    Options
@@ -69,16 +70,16 @@ func TestIntegrationExplicitKindsCheckedBeforeWriting(t *testing.T) {
 		has     bool
 		shows   func(dump string) bool
 	}{
-		{"classifier fw", Options{Classifier: classify.KindFw, Leaf: LeafFIFO}, "no cls_fw", hasFw,
+		{"classifier fw", Options{Classifier: classify.KindFw, Leaf: plan.LeafFIFO}, "no cls_fw", hasFw,
 			func(d string) bool { return strings.Contains(d, " fw ") }},
-		{"leaf fq_codel", Options{Leaf: LeafFQCodel}, "no fq_codel qdisc", hasFQ,
+		{"leaf fq_codel", Options{Leaf: plan.LeafFQCodel}, "no fq_codel qdisc", hasFQ,
 			func(d string) bool { return strings.Count(d, "qdisc fq_codel") == 4 }},
 	} {
 		for _, start := range []string{"empty device", "gtpqos tree"} {
 			t.Run(tc.name+"/"+start, func(t *testing.T) {
 				l.ns.Try("tc", "qdisc", "del", "dev", l.dev, "root")
 				if start == "gtpqos tree" {
-					auto := l.open(Options{Leaf: LeafFIFO, Classifier: classify.KindBPF})
+					auto := l.open(Options{Leaf: plan.LeafFIFO, Classifier: classify.KindBPF})
 					if _, err := auto.Apply(ctx, seedFlows()[:2], pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 						t.Fatal(err)
 					}

@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +28,7 @@ func TestIntegrationPool(t *testing.T) {
 		mu.Unlock()
 	}})
 	defer be.Close()
-	pol := DefaultPolicy(100 * mbit)
+	pol := plan.DefaultPolicy(100 * mbit)
 	pol.Pool = 20
 	flows := []shaper.Flow{updateFlow(1, 1, 1, 0), updateFlow(2, 1, 1, 0)}
 	if _, err := be.Apply(ctx, flows, pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"os"
 	"regexp"
 	"runtime"
@@ -105,13 +106,13 @@ func (l *lab) waitPackets(t testing.TB, rec *Reconciler, minor uint16, n uint64)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s = st[uint32(OwnedMajor)<<16|uint32(minor)]
+		s = st[uint32(plan.OwnedMajor)<<16|uint32(minor)]
 		if s.Packets >= n {
 			return s
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("class %x:%x counted %d packets, want >= %d", OwnedMajor, minor, s.Packets, n)
+	t.Fatalf("class %x:%x counted %d packets, want >= %d", plan.OwnedMajor, minor, s.Packets, n)
 	return s
 }
 
@@ -145,16 +146,16 @@ func (l *lab) tcClasses(t testing.TB) []string {
 	return lines
 }
 
-func mustPlan(t testing.TB, flows []shaper.Flow, pol Policy, prev *Tree) *Tree {
+func mustPlan(t testing.TB, flows []shaper.Flow, pol plan.Policy, prev *plan.Tree) *plan.Tree {
 	t.Helper()
-	tree, probs := Plan(flows, pol, prev)
+	tree, probs := plan.Plan(flows, pol, prev)
 	if p, bad := shaper.FirstError(probs); bad {
 		t.Fatalf("plan: %v", p)
 	}
 	return tree
 }
 
-func mustReconcile(t testing.TB, rec *Reconciler, tree *Tree) Result {
+func mustReconcile(t testing.TB, rec *Reconciler, tree *plan.Tree) Result {
 	t.Helper()
 	res, err := rec.Reconcile(context.Background(), tree)
 	if err != nil {
@@ -172,7 +173,7 @@ func (l *lab) qdiscs(t testing.TB) string {
 }
 
 // matches checks that the kernel's tree is the desired one.
-func (l *lab) matches(t testing.TB, rec *Reconciler, want *Tree) {
+func (l *lab) matches(t testing.TB, rec *Reconciler, want *plan.Tree) {
 	t.Helper()
 	act, err := rec.Actual(context.Background())
 	if err != nil {
@@ -188,7 +189,7 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	before := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev)
 	ctx := context.Background()
 	rec := l.rec()
-	aware := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	aware := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 
 	res := mustReconcile(t, rec, aware)
 	t.Logf("first apply: %s", res)
@@ -222,14 +223,14 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 		l.waitPackets(t, rec, uint16(0x10+i), 5)
 	}
 	l.send(t, 99, 3, 200) // unknown mark: default class
-	l.waitPackets(t, rec, DefaultMinor, 3)
+	l.waitPackets(t, rec, plan.DefaultMinor, 3)
 	stA := l.waitPackets(t, rec, 0x10, 5)
 	if q := l.ns.Run(t, "tc", "-s", "qdisc", "show", "dev", l.dev); !strings.Contains(q, "direct_packets_stat 0 ") {
 		t.Errorf("packets went through HTB's unshaped direct queue:\n%s", q)
 	}
 
 	// Switch to static: the three classes change in place.
-	spol := DefaultPolicy(30 * mbit)
+	spol := plan.DefaultPolicy(30 * mbit)
 	spol.Mode = shaper.Static
 	prev, err := rec.Actual(ctx)
 	if err != nil {
@@ -271,7 +272,7 @@ func TestIntegrationForeignRoot(t *testing.T) {
 	l := newLab(t)
 	l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "1:", "htb", "default", "3")
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	_, err := l.rec().Reconcile(context.Background(), tree)
 	if !errors.Is(err, shaper.ErrNotOwned) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), l.dev) {
 		t.Fatalf("reconcile over a foreign root: %v; want shaper.ErrNotOwned naming the device and --force", err)
@@ -298,7 +299,7 @@ func TestIntegrationForeignRoot(t *testing.T) {
 func TestIntegrationDriftRepair(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
 
@@ -340,7 +341,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 func TestIntegrationFlowsComeAndGo(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
-	pol := DefaultPolicy(100 * mbit)
+	pol := plan.DefaultPolicy(100 * mbit)
 	mk := func(qers ...uint32) []shaper.Flow {
 		var out []shaper.Flow
 		for _, q := range qers {
@@ -433,13 +434,13 @@ func TestIntegrationRoleChange(t *testing.T) {
 	l := newLab(t)
 	rec := l.rec()
 	sess := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31, SessionAMBR: 5 * mbit}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32, SessionAMBR: 5 * mbit}}
-	t1 := mustPlan(t, sess, DefaultPolicy(100*mbit), nil)
+	t1 := mustPlan(t, sess, plan.DefaultPolicy(100*mbit), nil)
 	mustReconcile(t, rec, t1)
 	if c, _ := t1.Find(0x10); c.Role != shaper.RoleSession {
 		t.Fatalf("class 10 is %s, want the session", c.Role)
 	}
 	flat := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32}}
-	t2 := mustPlan(t, flat, DefaultPolicy(100*mbit), nil) // no previous tree: 10 and 11 are flows now
+	t2 := mustPlan(t, flat, plan.DefaultPolicy(100*mbit), nil) // no previous tree: 10 and 11 are flows now
 	res := mustReconcile(t, rec, t2)
 	t.Log(res.Summary())
 	l.matches(t, rec, t2)
@@ -456,7 +457,7 @@ func TestIntegrationRoleChange(t *testing.T) {
 func TestIntegrationCreateRollback(t *testing.T) {
 	l := newLab(t)
 	before := l.qdiscs(t)
-	tree := mustPlan(t, seedFlows(), DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	for i := range tree.Classes {
 		if tree.Classes[i].Role == shaper.RoleDefault {
 			tree.Classes[i].Rate, tree.Classes[i].Ceil = 0, 0 // HTB refuses a zero rate

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"maps"
 	"slices"
 	"testing"
@@ -21,8 +22,8 @@ func updateFlow(seid uint64, qer uint32, gbr, ambr uint64) shaper.Flow {
 // returns it with a 100 Mbit/s policy that keeps no pool of spares, so
 // nothing is written in the background while a second backend reads the
 // device.
-func (l *lab) openWithoutPool() (*Backend, Policy) {
-	pol := DefaultPolicy(100 * mbit)
+func (l *lab) openWithoutPool() (*Backend, plan.Policy) {
+	pol := plan.DefaultPolicy(100 * mbit)
 	pol.Pool = 0
 	return l.open(Options{Incremental: true}), pol
 }

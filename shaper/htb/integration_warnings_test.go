@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 	"testing"
 
@@ -18,8 +19,8 @@ import (
 func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 	l := newLab(t)
 	flows := append(seedFlows(), shaper.Flow{ID: shaper.FlowID{SEID: 1, QERID: 9}, Name: "D", QFI: 5, Direction: shaper.Downlink, GBR: 2 * mbit, TEID: 0x77})
-	be := l.open(Options{Leaf: LeafFIFO})
-	rep, err := be.Apply(context.Background(), flows, DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
+	be := l.open(Options{Leaf: plan.LeafFIFO})
+	rep, err := be.Apply(context.Background(), flows, plan.DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 		t.Errorf("flow D lost its class: %v", rep.Classes)
 	}
 	// The GTP-U classifier binds by TEID: D has one, A/B/C do not.
-	tree := mustPlan(t, flows, DefaultPolicy(30*mbit), nil)
+	tree := mustPlan(t, flows, plan.DefaultPolicy(30*mbit), nil)
 	tree.Classifier = classify.KindGTPU
 	ps := UnreachableProblems(tree, gtpu.New(gtpu.Options{}).Downlink())
 	if len(ps) != 3 || ps[0].Field != "teid" || !strings.Contains(ps[0].Detail, "classifier gtpu binds by teid") {
@@ -53,9 +54,9 @@ func TestIntegrationUnreachableFlowWarned(t *testing.T) {
 func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	be := l.open(Options{Leaf: LeafFIFO, Incremental: true})
+	be := l.open(Options{Leaf: plan.LeafFIFO, Incremental: true})
 	defer be.Close()
-	pol := DefaultPolicy(30 * mbit)
+	pol := plan.DefaultPolicy(30 * mbit)
 	pol.Pool = 0
 	unmarked := func(seid uint64, name string) shaper.Flow {
 		return shaper.Flow{ID: shaper.FlowID{SEID: seid, QERID: 9}, Name: name, QFI: 5, Direction: shaper.Downlink, GBR: 1 * mbit}
@@ -100,8 +101,8 @@ func TestIntegrationUpdateWarnsUnreachable(t *testing.T) {
 func TestIntegrationDeviceDownWarned(t *testing.T) {
 	l := newLab(t)
 	l.ns.Run(t, "ip", "link", "set", l.dev, "down")
-	be := l.open(Options{Leaf: LeafFIFO})
-	rep, err := be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
+	be := l.open(Options{Leaf: plan.LeafFIFO})
+	rep, err := be.Apply(context.Background(), seedFlows(), plan.DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		t.Fatalf("apply to a down device: %v; want it installed", err)
 	}
@@ -121,12 +122,12 @@ func TestIntegrationDeviceDownWarned(t *testing.T) {
 	// The peer down: the device is up but has no carrier.
 	l.ns.Run(t, "ip", "link", "set", l.dev, "up")
 	l.ns.Run(t, "ip", "link", "set", "gqb0", "down")
-	rep, err = be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
+	rep, err = be.Apply(context.Background(), seedFlows(), plan.DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true})
 	if err != nil || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].Detail, "no carrier") {
 		t.Errorf("apply without carrier: %v, problems %v; want one no-carrier warning", err, rep.Problems)
 	}
 	l.ns.Run(t, "ip", "link", "set", "gqb0", "up")
-	if rep, _ := be.Apply(context.Background(), seedFlows(), DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true}); len(rep.Problems) != 0 {
+	if rep, _ := be.Apply(context.Background(), seedFlows(), plan.DefaultPolicy(30*mbit).Shaper(), shaper.ApplyOptions{Strict: true}); len(rep.Problems) != 0 {
 		t.Errorf("device up: problems %v, want none", rep.Problems)
 	}
 }

@@ -3,6 +3,7 @@ package htb
 import (
 	"errors"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -31,7 +32,7 @@ func (r *Reconciler) link() (netlink.Link, error) {
 }
 
 // rootHandle is the owned root qdisc's handle.
-func rootHandle() uint32 { return netlink.MakeHandle(OwnedMajor, 0) }
+func rootHandle() uint32 { return netlink.MakeHandle(plan.OwnedMajor, 0) }
 
 // rootState finds the device's root qdisc and the qdiscs by parent.
 type rootState struct {
@@ -96,7 +97,7 @@ func (r *Reconciler) readStab(link netlink.Link) (*sizeSpec, error) {
 func (r *Reconciler) foreignErr(q netlink.Qdisc) error {
 	maj, _ := netlink.MajorMinor(q.Attrs().Handle)
 	return fmt.Errorf("dev %s: root qdisc %s %x: %w (gtpqos's root is htb %x:); use --force to replace it",
-		r.dev, q.Type(), maj, shaper.ErrNotOwned, OwnedMajor)
+		r.dev, q.Type(), maj, shaper.ErrNotOwned, plan.OwnedMajor)
 }
 
 // kernelClass is a class in the kernel's units.
@@ -112,14 +113,14 @@ type kernelClass struct {
 
 // parentID is the full id of c's parent (the root qdisc's for top-level
 // classes), as toKernel gives it.
-func parentID(t *Tree, c *Class) uint32 {
+func parentID(t *plan.Tree, c *plan.Class) uint32 {
 	if c.Parent == 0 {
 		return rootHandle()
 	}
 	return t.ClassID(c.Parent)
 }
 
-func toKernel(t *Tree, c Class) kernelClass {
+func toKernel(t *plan.Tree, c plan.Class) kernelClass {
 	k := kernelClass{rate: c.Rate / 8, ceil: c.Ceil / 8, quantum: c.Quantum, prio: c.Prio, inner: !c.IsLeaf(),
 		over: rateOverhead{uint16(c.Overhead), uint16(c.Overhead)}}
 	// Checked when planned (CheckPolicy, CheckFlow): a bucket that
@@ -136,10 +137,10 @@ func toKernel(t *Tree, c Class) kernelClass {
 // bufferTicks is BufferTicks, saturated at the field's largest
 // value.
 func bufferTicks(rate uint64, size uint32) uint32 {
-	if t, ok := BufferTicks(rate, size); ok {
+	if t, ok := plan.BufferTicks(rate, size); ok {
 		return t
 	}
-	return MaxBufferTicks
+	return plan.MaxBufferTicks
 }
 
 func fromNetlink(h *netlink.HtbClass, over rateOverhead) kernelClass {
@@ -168,7 +169,7 @@ func same(d, a kernelClass) bool {
 	return true
 }
 
-func (r *Reconciler) htbClass(link netlink.Link, t *Tree, c Class) *netlink.HtbClass {
+func (r *Reconciler) htbClass(link netlink.Link, t *plan.Tree, c plan.Class) *netlink.HtbClass {
 	k := toKernel(t, c)
 	hc := &netlink.HtbClass{
 		ClassAttrs: netlink.ClassAttrs{LinkIndex: link.Attrs().Index, Handle: t.ClassID(c.Minor), Parent: k.parent},
@@ -179,7 +180,7 @@ func (r *Reconciler) htbClass(link netlink.Link, t *Tree, c Class) *netlink.HtbC
 
 // writeClass creates (create) or changes class c of t with its rate-spec
 // overhead and returns what it wrote.
-func (r *Reconciler) writeClass(link netlink.Link, t *Tree, c Class, create bool) (*netlink.HtbClass, rateOverhead, error) {
+func (r *Reconciler) writeClass(link netlink.Link, t *plan.Tree, c plan.Class, create bool) (*netlink.HtbClass, rateOverhead, error) {
 	hc, over := r.htbClass(link, t, c), toKernel(t, c).over
 	flags := 0
 	if create {
@@ -198,9 +199,9 @@ func (r *Reconciler) writeClass(link netlink.Link, t *Tree, c Class, create bool
 // listClasses returns the owned root's HTB classes by minor, with their
 // rate-spec overheads (which vishvananda/netlink does not decode), in a
 // table with room for minors up to maxMinor.
-func (r *Reconciler) listClasses(link netlink.Link, maxMinor uint16) (minorTable[kernelClass], error) {
+func (r *Reconciler) listClasses(link netlink.Link, maxMinor uint16) (plan.MinorTable[kernelClass], error) {
 	r.reads++
-	out := newMinorTable[kernelClass](maxMinor)
+	out := plan.NewMinorTable[kernelClass](maxMinor)
 	c, err := r.tc(link)
 	if err != nil {
 		return out, err
@@ -212,10 +213,10 @@ func (r *Reconciler) listClasses(link netlink.Link, maxMinor uint16) (minorTable
 			return err
 		}
 		maj, min := netlink.MajorMinor(hc.Handle)
-		if maj != OwnedMajor || hc.LinkIndex != idx {
+		if maj != plan.OwnedMajor || hc.LinkIndex != idx {
 			return nil
 		}
-		out.set(min, fromNetlink(hc, o))
+		out.Set(min, fromNetlink(hc, o))
 		return nil
 	})
 	if err != nil {
@@ -227,7 +228,7 @@ func (r *Reconciler) listClasses(link netlink.Link, maxMinor uint16) (minorTable
 // classDel deletes class minor of a device's tree as remembered.
 func (r *Reconciler) classDel(ifindex int, minor uint16, k kernelClass) error {
 	return r.h.ClassDel(&netlink.HtbClass{
-		ClassAttrs: netlink.ClassAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(OwnedMajor, minor), Parent: k.parent},
+		ClassAttrs: netlink.ClassAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(plan.OwnedMajor, minor), Parent: k.parent},
 		Rate:       k.rate, Ceil: k.ceil, Buffer: k.buffer, Cbuffer: k.cbuffer, Quantum: k.quantum, Prio: k.prio,
 	})
 }

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -88,8 +89,8 @@ func (r *Reconciler) requestedKind(desired classify.Kind) classify.Kind {
 }
 
 // requestedLeaf is the leaf kind a run for desired is asked for.
-func (r *Reconciler) requestedLeaf(desired LeafKind) LeafKind {
-	if r.leaf != "" && r.leaf != LeafAuto {
+func (r *Reconciler) requestedLeaf(desired plan.LeafKind) plan.LeafKind {
+	if r.leaf != "" && r.leaf != plan.LeafAuto {
 		return r.leaf
 	}
 	return desired
@@ -99,8 +100,8 @@ func (r *Reconciler) requestedLeaf(desired LeafKind) LeafKind {
 // classifier or leaf qdisc asked for explicitly, naming the missing
 // feature. auto needs no check: it picks what the kernel has (it fails
 // only when neither classifier it can pick works).
-func (r *Reconciler) checkKernel(kind classify.Kind, leaf LeafKind) error {
-	if kind == "" && leaf != LeafFQCodel {
+func (r *Reconciler) checkKernel(kind classify.Kind, leaf plan.LeafKind) error {
+	if kind == "" && leaf != plan.LeafFQCodel {
 		return nil
 	}
 	f := probedFeatures()
@@ -114,7 +115,7 @@ func (r *Reconciler) checkKernel(kind classify.Kind, leaf LeafKind) error {
 		return fmt.Errorf("dev %s: classifier bpf: the kernel refused the cls_bpf program (%v); use classifier fw or auto", r.dev, f.bpf)
 	case kind == classify.KindAuto && f.fw != nil && f.bpf != nil:
 		return fmt.Errorf("dev %s: classifier auto: this kernel has neither cls_fw (%v) nor a usable cls_bpf (%v)", r.dev, f.fw, f.bpf)
-	case leaf == LeafFQCodel && f.fqCodel != nil:
+	case leaf == plan.LeafFQCodel && f.fqCodel != nil:
 		return fmt.Errorf("dev %s: leaf fq_codel: this kernel has no fq_codel qdisc (one was refused: %v); use leaf fifo or auto", r.dev, f.fqCodel)
 	}
 	return nil
@@ -126,7 +127,7 @@ func (r *Reconciler) checkKernel(kind classify.Kind, leaf LeafKind) error {
 func (b *Backend) Precheck(ctx context.Context, pol shaper.Policy) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p, err := PolicyOf(pol)
+	p, err := plan.PolicyOf(pol)
 	if err != nil {
 		return fmt.Errorf("dev %s: %w", b.dev, err)
 	}

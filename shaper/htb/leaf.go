@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink"
 )
@@ -12,25 +13,23 @@ import (
 type leaf interface {
 	// want returns the qdisc to install under class c, or nil for HTB's
 	// built-in pfifo (nothing to create).
-	want(link netlink.Link, t *Tree, c Class) netlink.Qdisc
+	want(link netlink.Link, t *plan.Tree, c plan.Class) netlink.Qdisc
 	// matches reports whether q (nil: none, HTB's built-in pfifo) is the
 	// leaf t asks for under class c on link, with every parameter the
 	// kernel reports: a qdisc of the right kind with other parameters is
 	// drift too (everything under the root is gtpqos's).
-	matches(link netlink.Link, t *Tree, c Class, q netlink.Qdisc) bool
+	matches(link netlink.Link, t *plan.Tree, c plan.Class, q netlink.Qdisc) bool
 	// inPlace reports whether replacing q with want's qdisc repairs it; if
 	// not (a parameter the kernel cannot change, or netlink cannot send),
 	// q is deleted first.
-	inPlace(t *Tree, c Class, q netlink.Qdisc) bool
+	inPlace(t *plan.Tree, c plan.Class, q netlink.Qdisc) bool
 	// read returns the leaf spec a qdisc read from the kernel stands for,
 	// or false if q is not of this kind.
-	read(q netlink.Qdisc) (LeafSpec, bool)
-	// render is the tc command that creates it ("" for none).
-	render(dev string, t *Tree, c Class) string
+	read(q netlink.Qdisc) (plan.LeafSpec, bool)
 }
 
 // leaves are the leaf kinds the HTB backend can install.
-var leaves = map[LeafKind]leaf{LeafFQCodel: fqCodelLeaf{}, LeafFIFO: fifoLeaf{}}
+var leaves = map[plan.LeafKind]leaf{plan.LeafFQCodel: fqCodelLeaf{}, plan.LeafFIFO: fifoLeaf{}}
 
 // fqCodelLeaf is fq_codel with the spec's limit and interval (its target is
 // the kernel default, 5 ms: vishvananda/netlink does not send one).
@@ -46,7 +45,7 @@ const (
 	fqCodelTargetUs    = 5000
 )
 
-func (fqCodelLeaf) want(link netlink.Link, t *Tree, c Class) netlink.Qdisc {
+func (fqCodelLeaf) want(link netlink.Link, t *plan.Tree, c plan.Class) netlink.Qdisc {
 	q := netlink.NewFqCodel(netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Parent: t.ClassID(c.Minor), Handle: netlink.MakeHandle(c.Minor, 0)})
 	q.Limit = t.Leaf.Limit
 	q.Interval = t.Leaf.IntervalUs
@@ -66,7 +65,7 @@ func fqCodelQuantum(link netlink.Link) uint32 {
 	return 0
 }
 
-func (l fqCodelLeaf) matches(link netlink.Link, t *Tree, c Class, q netlink.Qdisc) bool {
+func (l fqCodelLeaf) matches(link netlink.Link, t *plan.Tree, c plan.Class, q netlink.Qdisc) bool {
 	fq, ok := q.(*netlink.FqCodel)
 	if !ok || fq.Handle != netlink.MakeHandle(c.Minor, 0) || !l.inPlace(t, c, q) {
 		return false
@@ -80,7 +79,7 @@ func (l fqCodelLeaf) matches(link netlink.Link, t *Tree, c Class, q netlink.Qdis
 // inPlace: the kernel cannot change an fq_codel's flows, and netlink
 // sends neither its target nor a zero ce_threshold: such a qdisc of ours
 // is deleted and created again.
-func (fqCodelLeaf) inPlace(t *Tree, c Class, q netlink.Qdisc) bool {
+func (fqCodelLeaf) inPlace(t *plan.Tree, c plan.Class, q netlink.Qdisc) bool {
 	fq, ok := q.(*netlink.FqCodel)
 	if !ok || fq.Handle != netlink.MakeHandle(c.Minor, 0) {
 		return true // another kind or handle: replaced by a new qdisc
@@ -92,41 +91,32 @@ func (fqCodelLeaf) inPlace(t *Tree, c Class, q netlink.Qdisc) bool {
 	return fq.Flows == fqCodelFlows && fq.CEThreshold == 0 && nearUs(fq.Target, target)
 }
 
-func (fqCodelLeaf) read(q netlink.Qdisc) (LeafSpec, bool) {
+func (fqCodelLeaf) read(q netlink.Qdisc) (plan.LeafSpec, bool) {
 	fq, ok := q.(*netlink.FqCodel)
 	if !ok {
-		return LeafSpec{}, false
+		return plan.LeafSpec{}, false
 	}
-	return LeafSpec{Kind: LeafFQCodel, Limit: fq.Limit, TargetUs: roundUs(fq.Target), IntervalUs: roundUs(fq.Interval)}, true
-}
-
-func (fqCodelLeaf) render(dev string, t *Tree, c Class) string {
-	target := t.Leaf.TargetUs
-	if target == 0 {
-		target = 5000
-	}
-	return fmt.Sprintf("tc qdisc replace dev %s parent %s handle %x: fq_codel limit %d target %s interval %s",
-		dev, t.Handle(c.Minor), c.Minor, t.Leaf.Limit, fmtUs(target), fmtUs(t.Leaf.IntervalUs))
+	return plan.LeafSpec{Kind: plan.LeafFQCodel, Limit: fq.Limit, TargetUs: roundUs(fq.Target), IntervalUs: roundUs(fq.Interval)}, true
 }
 
 // leafKind resolves the leaf kind to use: forced, else the tree's; auto
 // becomes fq_codel if the kernel has it (tried on the default class's leaf
 // once per Reconciler, or seen already in place), else fifo.
-func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, res *Result) LeafKind {
+func (r *Reconciler) leafKind(link netlink.Link, desired *plan.Tree, st rootState, res *Result) plan.LeafKind {
 	k := r.leaf
-	if k == "" || k == LeafAuto {
+	if k == "" || k == plan.LeafAuto {
 		k = desired.Leaf.Kind
 	}
-	if k != "" && k != LeafAuto {
+	if k != "" && k != plan.LeafAuto {
 		return k
 	}
 	if r.leafAuto != "" {
 		return r.leafAuto
 	}
 	defID := desired.ClassID(desired.DefaultMinor)
-	fq := leaves[LeafFQCodel]
+	fq := leaves[plan.LeafFQCodel]
 	if _, ok := fq.read(st.byParent[defID]); ok {
-		r.leafAuto = LeafFQCodel
+		r.leafAuto = plan.LeafFQCodel
 		return r.leafAuto
 	}
 	dc, _ := desired.Find(desired.DefaultMinor)
@@ -137,19 +127,19 @@ func (r *Reconciler) leafKind(link netlink.Link, desired *Tree, st rootState, re
 		err = r.do(func() error { return r.h.QdiscReplace(q) })
 	}
 	if err != nil {
-		r.leafAuto = LeafFIFO
+		r.leafAuto = plan.LeafFIFO
 		res.Notes = append(res.Notes, fmt.Sprintf("fq_codel not available in this kernel (%v): leaves use FIFO (bfifo, limit = ceil × delay budget)", err))
 		return r.leafAuto
 	}
 	st.byParent[defID] = asKernel(desired, q)
 	res.Leaves = append(res.Leaves, desired.DefaultMinor)
-	r.leafAuto = LeafFQCodel
+	r.leafAuto = plan.LeafFQCodel
 	return r.leafAuto
 }
 
 // syncLeaves creates or replaces the leaf qdiscs of every leaf class and
 // records what it wrote in st.byParent.
-func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired *Tree, st rootState, res *Result) error {
+func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired *plan.Tree, st rootState, res *Result) error {
 	kind := r.leafKind(link, desired, st, res)
 	lf, ok := leaves[kind]
 	if !ok {
@@ -203,7 +193,7 @@ func sameHandleOtherKind(cur, new netlink.Qdisc) bool {
 // the parameters netlink does not send hold the kernel's defaults, so a
 // leaf remembered after a write (incremental mode) compares equal to the
 // same leaf read back.
-func asKernel(t *Tree, q netlink.Qdisc) netlink.Qdisc {
+func asKernel(t *plan.Tree, q netlink.Qdisc) netlink.Qdisc {
 	fq, ok := q.(*netlink.FqCodel)
 	if !ok {
 		return q
@@ -223,13 +213,13 @@ func asKernel(t *Tree, q netlink.Qdisc) netlink.Qdisc {
 
 // readLeaf returns the leaf spec of the qdisc q found under a leaf class
 // (FIFO when none of the known kinds matches).
-func readLeaf(q netlink.Qdisc) LeafSpec {
-	for _, k := range []LeafKind{LeafFQCodel, LeafFIFO} {
+func readLeaf(q netlink.Qdisc) plan.LeafSpec {
+	for _, k := range []plan.LeafKind{plan.LeafFQCodel, plan.LeafFIFO} {
 		if spec, ok := leaves[k].read(q); ok {
 			return spec
 		}
 	}
-	return LeafSpec{Kind: LeafFIFO}
+	return plan.LeafSpec{Kind: plan.LeafFIFO}
 }
 
 // nearUs compares microsecond values as fq_codel reports them: it keeps

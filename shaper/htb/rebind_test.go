@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,9 +12,9 @@ import (
 
 // kernelView is t as Reconciler.Actual reads it back: no flow ids, names
 // or contracts, only rates and the classifier's keys.
-func kernelView(t *Tree) *Tree {
+func kernelView(t *plan.Tree) *plan.Tree {
 	k := *t
-	k.Classes = append([]Class(nil), t.Classes...)
+	k.Classes = append([]plan.Class(nil), t.Classes...)
 	for i := range k.Classes {
 		c := &k.Classes[i]
 		c.Flow, c.Name, c.GBR, c.MBR, c.SEID, c.Direction = shaper.FlowID{}, "", 0, 0, 0, 0
@@ -26,7 +27,7 @@ func kernelView(t *Tree) *Tree {
 // each flow keeps the class that carries its contract, and only the
 // binding (the Mark of the planned class) differs from the kernel's.
 func TestPlanDistrustsBindingThatContradictsContract(t *testing.T) {
-	pol := DefaultPolicy(30 * mbit)
+	pol := plan.DefaultPolicy(30 * mbit)
 	first := mustPlan(t, seedFlows(), pol, nil)
 	k := kernelView(first)
 	for i := range k.Classes { // swap the bindings of 10 (A) and 11 (B)
@@ -65,7 +66,7 @@ func TestPlanDistrustsBindingThatContradictsContract(t *testing.T) {
 // back the class that carries exactly its rate and ceil, not a spare and
 // not a fresh class id, and the spares stay spares.
 func TestPlanUnboundFlowTakesItsContractsClass(t *testing.T) {
-	pol := DefaultPolicy(30 * mbit)
+	pol := plan.DefaultPolicy(30 * mbit)
 	pol.Pool = 2
 	leaving := []shaper.Flow{
 		{ID: shaper.FlowID{SEID: 2, QERID: 1}, QFI: 5, Direction: shaper.Downlink, MBR: 2 * mbit, Mark: 5},
@@ -104,7 +105,7 @@ func TestPlanUnboundFlowTakesItsContractsClass(t *testing.T) {
 func TestIntegrationSwappedBindingRepairedNotRates(t *testing.T) {
 	l := newLab(t)
 	ctx := context.Background()
-	pol := DefaultPolicy(30 * mbit)
+	pol := plan.DefaultPolicy(30 * mbit)
 	be := l.open(Options{})
 	if _, err := be.Apply(ctx, seedFlows(), pol.Shaper(), shaper.ApplyOptions{Strict: true}); err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func TestIntegrationSwappedBindingRepairedNotRates(t *testing.T) {
 	}
 	l.send(t, 2, 3, 200)
 	l.waitPackets(t, rec, 0x10, 3)
-	if after, _ := rec.ClassStats(ctx); after[uint32(OwnedMajor)<<16|0x11].Packets != st.Packets {
+	if after, _ := rec.ClassStats(ctx); after[uint32(plan.OwnedMajor)<<16|0x11].Packets != st.Packets {
 		t.Errorf("B's class kept counting A's packets after the repair")
 	}
 }

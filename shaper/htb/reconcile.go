@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sort"
 
 	"github.com/vishvananda/netlink"
@@ -17,7 +18,7 @@ import (
 type run struct {
 	r       *Reconciler
 	ctx     context.Context
-	desired *Tree
+	desired *plan.Tree
 	link    netlink.Link
 	env     classify.Env
 	st      *devState
@@ -31,7 +32,7 @@ type run struct {
 	synced bool
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, desired *plan.Tree) (Result, error) {
 	start := r.writes
 	res := Result{Dev: r.dev}
 	// The remembered state is dropped now and kept again only if this run
@@ -57,7 +58,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *Tree) (Result, erro
 // begin checks desired, finds the device and its state (remembered, or
 // read from the kernel with the root created where there is none), and
 // picks the classifier.
-func (r *Reconciler) begin(ctx context.Context, desired *Tree, mem *devState, res *Result) (*run, error) {
+func (r *Reconciler) begin(ctx context.Context, desired *plan.Tree, mem *devState, res *Result) (*run, error) {
 	if err := checkDesired(desired); err != nil {
 		return nil, fmt.Errorf("dev %s: %w", r.dev, err)
 	}
@@ -140,7 +141,7 @@ func (u *run) steps() error {
 		}
 	}
 	stale := map[uint16]bool{}
-	for m := range u.st.classes.all() {
+	for m := range u.st.classes.All() {
 		if u.want[m] == 0 {
 			stale[m] = true
 		}
@@ -179,12 +180,12 @@ func (u *run) recreateMoved() error {
 	actual := &u.st.classes
 	moved := map[uint16]bool{}
 	hasChildren := map[uint16]bool{}
-	for _, a := range actual.all() {
-		if pmaj, pmin := netlink.MajorMinor(a.parent); pmaj == OwnedMajor {
+	for _, a := range actual.All() {
+		if pmaj, pmin := netlink.MajorMinor(a.parent); pmaj == plan.OwnedMajor {
 			hasChildren[pmin] = true
 		}
 	}
-	for m, a := range actual.all() {
+	for m, a := range actual.All() {
 		if i := u.want[m]; i != 0 {
 			d := &u.desired.Classes[i-1]
 			if !sameParent(parentID(u.desired, d), a.parent) || (d.Role == shaper.RoleFlow && hasChildren[m]) {
@@ -197,9 +198,9 @@ func (u *run) recreateMoved() error {
 	}
 	for changed := true; changed; {
 		changed = false
-		for m, a := range actual.all() {
+		for m, a := range actual.All() {
 			pmaj, pmin := netlink.MajorMinor(a.parent)
-			if !moved[m] && pmaj == OwnedMajor && moved[pmin] {
+			if !moved[m] && pmaj == plan.OwnedMajor && moved[pmin] {
 				moved[m] = true
 				changed = true
 			}
@@ -209,8 +210,8 @@ func (u *run) recreateMoved() error {
 	// table binds only classes that exist and stay: a new flow's class
 	// does not exist yet, and binding it now would send its packets to the
 	// default class until step 3 creates it (the final sync binds it).
-	stay := u.desired.tableOf(func(m uint16) bool {
-		_, exists := actual.get(m)
+	stay := u.desired.TableOf(func(m uint16) bool {
+		_, exists := actual.Get(m)
 		return exists && !moved[m]
 	})
 	if err := u.syncClassifier(stay); err != nil {
@@ -251,7 +252,7 @@ func (u *run) createAndChange() error {
 		if err := u.ctx.Err(); err != nil {
 			return err
 		}
-		a, ok := u.st.classes.get(c.Minor)
+		a, ok := u.st.classes.Get(c.Minor)
 		switch {
 		case !ok:
 			hc, over, err := u.r.writeClass(u.link, d, c, true)
@@ -287,10 +288,10 @@ func (u *run) deleteClasses(del map[uint16]bool) error {
 		return nil
 	}
 	actual := &u.st.classes
-	parent := make(map[uint16]uint16, actual.len())
-	for m, a := range actual.all() {
+	parent := make(map[uint16]uint16, actual.Len())
+	for m, a := range actual.All() {
 		pmaj, pmin := netlink.MajorMinor(a.parent)
-		if pmaj == OwnedMajor {
+		if pmaj == plan.OwnedMajor {
 			parent[m] = pmin
 		}
 	}
@@ -306,9 +307,9 @@ func (u *run) deleteClasses(del map[uint16]bool) error {
 		return list[i] < list[j]
 	})
 	for _, m := range list {
-		a, _ := actual.get(m)
+		a, _ := actual.Get(m)
 		if err := u.r.do(func() error { return u.r.classDel(u.link.Attrs().Index, m, a) }); err != nil {
-			return fmt.Errorf("dev %s: delete class %x:%x: %w", u.r.dev, OwnedMajor, m, err)
+			return fmt.Errorf("dev %s: delete class %x:%x: %w", u.r.dev, plan.OwnedMajor, m, err)
 		}
 		u.st.deleted(u.desired, m)
 		u.res.Deleted = append(u.res.Deleted, m)
@@ -318,14 +319,14 @@ func (u *run) deleteClasses(del map[uint16]bool) error {
 
 // checkDesired fails on a tree Reconcile cannot build: nil, another root,
 // no link or default class.
-func checkDesired(t *Tree) error {
+func checkDesired(t *plan.Tree) error {
 	if t == nil {
 		return errors.New("no desired tree (plan failed)")
 	}
-	if t.Major != OwnedMajor {
-		return fmt.Errorf("desired tree has root major %x, want %x", t.Major, OwnedMajor)
+	if t.Major != plan.OwnedMajor {
+		return fmt.Errorf("desired tree has root major %x, want %x", t.Major, plan.OwnedMajor)
 	}
-	l, ok1 := t.Find(LinkMinor)
+	l, ok1 := t.Find(plan.LinkMinor)
 	d, ok2 := t.Find(t.DefaultMinor)
 	if !ok1 || !ok2 || l.Role != shaper.RoleLink || d.Role != shaper.RoleDefault {
 		return errors.New("desired tree lacks its link or default class")

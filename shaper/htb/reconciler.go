@@ -2,6 +2,7 @@ package htb
 
 import (
 	"context"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
@@ -31,8 +32,8 @@ type Reconciler struct {
 	// empty); cls is the classifier in use once chosen.
 	kind       classify.Kind
 	cls        classify.Classifier
-	leaf       LeafKind
-	leafAuto   LeafKind
+	leaf       plan.LeafKind
+	leafAuto   plan.LeafKind
 	autoKind   classify.Kind
 	writes     int
 	classCache map[classify.Kind]classify.Classifier
@@ -73,7 +74,7 @@ func WithClassifier(c classify.Classifier) Option {
 }
 
 // WithLeaf forces a leaf qdisc kind instead of the desired tree's.
-func WithLeaf(k LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
+func WithLeaf(k plan.LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
 
 // WithIncremental turns incremental mode on (see Reconcile): after a
 // successful Reconcile the Reconciler remembers the tree it made true, and
@@ -161,7 +162,7 @@ func (r *Reconciler) ClassListReads() int { return r.reads }
 // until a full run: the first one, the one after any error, after Resync,
 // or when desired switches classifier or leaf spec, or the device was
 // recreated (another ifindex).
-func (r *Reconciler) Reconcile(ctx context.Context, desired *Tree) (Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, desired *plan.Tree) (Result, error) {
 	return r.reconcile(ctx, desired)
 }
 
@@ -171,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, desired *Tree) (Result, erro
 // Flow ids are unknown to the kernel and left zero. It returns (nil, nil)
 // when the device has no gtpqos tree, and wraps shaper.ErrNotOwned when its root
 // qdisc belongs to someone else.
-func (r *Reconciler) Actual(ctx context.Context) (*Tree, error) { return r.actual(ctx) }
+func (r *Reconciler) Actual(ctx context.Context) (*plan.Tree, error) { return r.actual(ctx) }
 
 // Reset removes what gtpqos owns on the device: the classifier's objects and
 // the root HTB qdisc (with every class, leaf and filter under it), so the

@@ -3,6 +3,7 @@ package htb
 import (
 	"context"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -10,7 +11,7 @@ import (
 )
 
 // classState converts a class of t to the model's form.
-func classState(t *Tree, c Class) shaper.ClassState {
+func classState(t *plan.Tree, c plan.Class) shaper.ClassState {
 	cs := shaper.ClassState{Handle: t.Handle(c.Minor), Role: c.Role, Flow: c.Flow, Name: c.Name, GBR: c.GBR, MBR: c.MBR,
 		Key: c.Key(), Rate: c.Rate, Ceil: c.Ceil}
 	if c.Parent != 0 {
@@ -23,7 +24,7 @@ func classState(t *Tree, c Class) shaper.ClassState {
 }
 
 // classStates converts every class of t.
-func classStates(t *Tree) []shaper.ClassState {
+func classStates(t *plan.Tree) []shaper.ClassState {
 	out := make([]shaper.ClassState, 0, len(t.Classes))
 	for _, c := range t.Classes {
 		out = append(out, classState(t, c))
@@ -34,14 +35,14 @@ func classStates(t *Tree) []shaper.ClassState {
 // changes lists what a reconcile wrote, one entry per class created,
 // changed or deleted (named from the new tree, or the old one for
 // deletions), plus one for the root and one for the classifier.
-func changes(res Result, tree, prev *Tree) []shaper.Change {
+func changes(res Result, tree, prev *plan.Tree) []shaper.Change {
 	var out []shaper.Change
 	if res.CreatedRoot {
 		out = append(out, shaper.Change{Op: "add", Object: "qdisc", Class: tree.Handle(0),
 			Detail: fmt.Sprintf("root htb, link %s", shaper.FormatRate(tree.LinkRate))})
 	}
-	class := func(op string, t *Tree, minor uint16) shaper.Change {
-		c := shaper.Change{Op: op, Object: "class", Class: fmt.Sprintf("%x:%x", OwnedMajor, minor)}
+	class := func(op string, t *plan.Tree, minor uint16) shaper.Change {
+		c := shaper.Change{Op: op, Object: "class", Class: fmt.Sprintf("%x:%x", plan.OwnedMajor, minor)}
 		if t == nil {
 			return c
 		}
@@ -131,10 +132,10 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 
 // deltaChanges lists what an incremental update wrote, one entry per class
 // created, changed or deleted, plus one for the classifier's entries.
-func deltaChanges(d *delta, kind classify.Kind) []shaper.Change {
-	t := &Tree{Major: OwnedMajor}
+func deltaChanges(d *plan.Delta, kind classify.Kind) []shaper.Change {
+	t := &plan.Tree{Major: plan.OwnedMajor}
 	var out []shaper.Change
-	class := func(op string, c Class) shaper.Change {
+	class := func(op string, c plan.Class) shaper.Change {
 		ch := shaper.Change{Op: op, Object: "class", Class: t.Handle(c.Minor), Role: c.Role, Flow: c.Flow, Name: c.Name, QFI: c.QFI,
 			Rate: c.Rate, Ceil: c.Ceil, Detail: fmt.Sprintf("%s rate %s ceil %s", c.Role, shaper.FormatRate(c.Rate), shaper.FormatRate(c.Ceil))}
 		if c.Role == shaper.RoleSession {
@@ -142,18 +143,18 @@ func deltaChanges(d *delta, kind classify.Kind) []shaper.Change {
 		}
 		return ch
 	}
-	for _, c := range d.create {
+	for _, c := range d.Create {
 		out = append(out, class("add", c))
 	}
-	for _, c := range d.change {
+	for _, c := range d.Change {
 		out = append(out, class("change", c))
 	}
-	for _, m := range d.del {
+	for _, m := range d.Del {
 		out = append(out, shaper.Change{Op: "delete", Object: "class", Class: t.Handle(m)})
 	}
-	if n := len(d.bind) + len(d.unbind); n > 0 {
+	if n := len(d.Bind) + len(d.Unbind); n > 0 {
 		out = append(out, shaper.Change{Op: "sync", Object: string(kind),
-			Detail: fmt.Sprintf("classifier entries bound %d, unbound %d", len(d.bind), len(d.unbind))})
+			Detail: fmt.Sprintf("classifier entries bound %d, unbound %d", len(d.Bind), len(d.Unbind))})
 	}
 	return out
 }

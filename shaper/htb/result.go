@@ -2,6 +2,7 @@ package htb
 
 import (
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 
 	"github.com/free5gc/gtpqos/shaper"
@@ -27,7 +28,7 @@ type Result struct {
 	// ClassifierKind is the classifier in use (after auto-detection).
 	ClassifierKind classify.Kind
 	// LeafKind is the leaf qdisc in use (after auto-detection).
-	LeafKind LeafKind
+	LeafKind plan.LeafKind
 	// Writes counts every kernel write (netlink and BPF map), classifier
 	// included. 0 means the device was already in sync.
 	Writes int

@@ -2,6 +2,7 @@ package htb
 
 import (
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -27,7 +28,7 @@ type devState struct {
 	byParent map[uint32]netlink.Qdisc
 	// classes are the HTB classes under the root by minor, in the
 	// kernel's units with their rate-spec overheads.
-	classes minorTable[kernelClass]
+	classes plan.MinorTable[kernelClass]
 	// stab is the root's size table (nil: none).
 	stab *sizeSpec
 
@@ -35,18 +36,18 @@ type devState struct {
 	// the header of the desired tree made true (no classes), table the classifier's entries and cls
 	// the classifier that holds them; link is the device and leaf the leaf
 	// kind in use, so an incremental update reads neither back.
-	tree  *Tree
+	tree  *plan.Tree
 	table classify.Table
 	cls   classify.Classifier
 	link  netlink.Link
-	leaf  LeafKind
+	leaf  plan.LeafKind
 }
 
 // usableFor reports whether a remembered state can stand in for the
 // kernel's tree for desired: same device, same classifier, same leaf spec.
 // Anything else (a config reload that switches classifier or leaf) takes a
 // full run.
-func (m *devState) usableFor(link netlink.Link, desired *Tree, cls classify.Classifier) bool {
+func (m *devState) usableFor(link netlink.Link, desired *plan.Tree, cls classify.Classifier) bool {
 	return m != nil && m.tree != nil && m.ifindex == link.Attrs().Index && m.cls == cls &&
 		m.tree.Leaf == desired.Leaf && m.tree.Major == desired.Major &&
 		m.tree.Accounting == desired.Accounting && m.tree.Overhead == desired.Overhead
@@ -57,19 +58,19 @@ func (m *devState) usableFor(link netlink.Link, desired *Tree, cls classify.Clas
 // a leaf, and a class with children is never compared on quantum or prio).
 func (m *devState) written(hc *netlink.HtbClass, over rateOverhead) {
 	_, min := netlink.MajorMinor(hc.Handle)
-	m.classes.set(min, fromNetlink(hc, over))
+	m.classes.Set(min, fromNetlink(hc, over))
 }
 
 // deleted records a class the run deleted (its leaf qdisc goes with it).
-func (m *devState) deleted(t *Tree, minor uint16) {
-	m.classes.del(minor)
+func (m *devState) deleted(t *plan.Tree, minor uint16) {
+	m.classes.Del(minor)
 	delete(m.byParent, t.ClassID(minor))
 }
 
 // treeHeader is t without its classes: what a remembered state needs of
 // the tree made true (major, leaf spec); its classes are in the state's
 // kernel form already, and a copy would cost a class list per device.
-func treeHeader(t *Tree) *Tree {
+func treeHeader(t *plan.Tree) *plan.Tree {
 	c := *t
 	c.Classes = nil
 	return &c
@@ -78,7 +79,7 @@ func treeHeader(t *Tree) *Tree {
 // readState reads the device's tree from the kernel, creating the root HTB
 // (with its link and default classes) first where the device has none, and
 // repairing an owned root's default class and size table.
-func (r *Reconciler) readState(link netlink.Link, desired *Tree, res *Result) (*devState, error) {
+func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Result) (*devState, error) {
 	st, err := r.readRoot(link)
 	if err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func (r *Reconciler) readState(link netlink.Link, desired *Tree, res *Result) (*
 		}
 	}
 	// Sized for the desired tree: a device in step holds its classes.
-	classes, err := r.listClasses(link, maxMinor(desired))
+	classes, err := r.listClasses(link, plan.MaxMinor(desired))
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +115,11 @@ func (r *Reconciler) readState(link netlink.Link, desired *Tree, res *Result) (*
 // (its counters start again). The size table is changed in place (a qdisc
 // change that carries only TCA_STAB, or nothing to remove it); only if the
 // kernel refuses that is the root rebuilt.
-func (r *Reconciler) fixRoot(link netlink.Link, desired *Tree, st rootState, res *Result) (rootState, error) {
+func (r *Reconciler) fixRoot(link netlink.Link, desired *plan.Tree, st rootState, res *Result) (rootState, error) {
 	root := st.root.(*netlink.Htb)
 	if root.Defcls != uint32(desired.DefaultMinor) {
 		res.Notes = append(res.Notes, fmt.Sprintf("root qdisc htb %x: sent unclassified packets to class %x:%x, not gtpqos's default %s, and HTB cannot change a root's default in place: rebuilt the tree (class counters start again)",
-			OwnedMajor, OwnedMajor, root.Defcls, desired.Handle(desired.DefaultMinor)))
+			plan.OwnedMajor, plan.OwnedMajor, root.Defcls, desired.Handle(desired.DefaultMinor)))
 		return r.rebuild(link, desired, st, res)
 	}
 	want := stabFor(desired)
@@ -139,7 +140,7 @@ func (r *Reconciler) fixRoot(link netlink.Link, desired *Tree, st rootState, res
 }
 
 // stabNote says what the root's size table does.
-func stabNote(t *Tree) string {
+func stabNote(t *plan.Tree) string {
 	if t.Accounting != shaper.AccountPacket {
 		return "no size table, classes count whole frames"
 	}
@@ -148,7 +149,7 @@ func stabNote(t *Tree) string {
 
 // rebuild creates the root HTB, replacing what the device has, and reads
 // it back.
-func (r *Reconciler) rebuild(link netlink.Link, desired *Tree, st rootState, res *Result) (rootState, error) {
+func (r *Reconciler) rebuild(link netlink.Link, desired *plan.Tree, st rootState, res *Result) (rootState, error) {
 	var old uint32
 	if st.root != nil && st.root.Attrs().Handle == rootHandle() {
 		old = rootHandle() // the same handle: replacing it would only change it
@@ -162,7 +163,7 @@ func (r *Reconciler) rebuild(link netlink.Link, desired *Tree, st rootState, res
 		return st, err
 	}
 	if !st.owned {
-		return st, fmt.Errorf("dev %s: root qdisc htb %x: not found after creating it", r.dev, OwnedMajor)
+		return st, fmt.Errorf("dev %s: root qdisc htb %x: not found after creating it", r.dev, plan.OwnedMajor)
 	}
 	return st, nil
 }
@@ -174,7 +175,7 @@ func (r *Reconciler) rebuild(link netlink.Link, desired *Tree, st rootState, res
 // handle is deleted first in the same batch. It then reads the ACKs; if any
 // message failed, the root is deleted again, so no packet is left in HTB's
 // unshaped direct queue.
-func (r *Reconciler) createRoot(link netlink.Link, desired *Tree, old uint32) error {
+func (r *Reconciler) createRoot(link netlink.Link, desired *plan.Tree, old uint32) error {
 	c, err := r.tc(link)
 	if err != nil {
 		return err
@@ -186,7 +187,7 @@ func (r *Reconciler) createRoot(link netlink.Link, desired *Tree, old uint32) er
 	}
 	reqs = append(reqs, rootAddReq(idx, uint32(desired.DefaultMinor), stabFor(desired)))
 	var what []string
-	for _, m := range []uint16{LinkMinor, desired.DefaultMinor} {
+	for _, m := range []uint16{plan.LinkMinor, desired.DefaultMinor} {
 		cl, _ := desired.Find(m)
 		req, err := classReq(unix.NLM_F_CREATE, r.htbClass(link, desired, cl), toKernel(desired, cl).over)
 		if err != nil {
@@ -195,14 +196,14 @@ func (r *Reconciler) createRoot(link netlink.Link, desired *Tree, old uint32) er
 		reqs = append(reqs, req)
 		what = append(what, fmt.Sprintf("%s class %s", cl.Role, desired.Handle(m)))
 	}
-	what = append([]string{fmt.Sprintf("root qdisc htb %x:", OwnedMajor)}, what...)
+	what = append([]string{fmt.Sprintf("root qdisc htb %x:", plan.OwnedMajor)}, what...)
 	if old != 0 {
 		what = append([]string{fmt.Sprintf("delete root qdisc %x:", old>>16)}, what...)
 	}
 	errs, err := c.exec(reqs...)
 	if err != nil {
 		_ = c.do(rootDelReq(idx, rootHandle()))
-		return fmt.Errorf("dev %s: create root qdisc htb %x: %w (root qdisc removed again)", r.dev, OwnedMajor, err)
+		return fmt.Errorf("dev %s: create root qdisc htb %x: %w (root qdisc removed again)", r.dev, plan.OwnedMajor, err)
 	}
 	var failed error
 	for i, e := range errs {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -63,7 +64,7 @@ func parseSizeSpec(b []byte) (sizeSpec, error) {
 
 // stabFor is the size table a tree's root carries: under packet accounting
 // one that takes the overhead off every packet, else none.
-func stabFor(t *Tree) *sizeSpec {
+func stabFor(t *plan.Tree) *sizeSpec {
 	if t.Accounting != shaper.AccountPacket {
 		return nil
 	}

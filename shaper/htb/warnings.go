@@ -2,6 +2,7 @@ package htb
 
 import (
 	"fmt"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"net"
 
 	"github.com/vishvananda/netlink"
@@ -15,65 +16,22 @@ import (
 // reserved, but no packet can reach it. Only the backend can tell, since
 // the key depends on the classifier (a mark for fw and bpf, a TEID for
 // the GTP-U classifier). A classifier that cannot tell gives none.
-func UnreachableProblems(t *Tree, c classify.Classifier) []shaper.Problem {
-	return newKeyCheck(t, c).problems(t)
-}
-
-// keyCheck tells whether a flow class can be reached through the
-// classifier that binds a tree's flows; the zero keyCheck reaches all.
-// The kept plan holds one, so an Update checks the flows it places, and
-// only those.
-type keyCheck struct {
-	kn   classify.KeyNeeder
-	kind classify.Kind
+func UnreachableProblems(t *plan.Tree, c classify.Classifier) []shaper.Problem {
+	return newKeyCheck(t, c).Problems(t)
 }
 
 // newKeyCheck is the check for t's flows bound by c (t's classifier kind
 // names it in warnings, else c's).
-func newKeyCheck(t *Tree, c classify.Classifier) keyCheck {
+func newKeyCheck(t *plan.Tree, c classify.Classifier) plan.KeyCheck {
 	kn, ok := c.(classify.KeyNeeder)
 	if t == nil || !ok {
-		return keyCheck{}
+		return plan.KeyCheck{}
 	}
 	kind := t.Classifier
 	if kind == "" {
 		kind = c.Kind()
 	}
-	return keyCheck{kn: kn, kind: kind}
-}
-
-// problems returns the warnings for t's unreachable flow classes.
-func (k keyCheck) problems(t *Tree) []shaper.Problem {
-	if t == nil || k.kn == nil {
-		return nil
-	}
-	var out []shaper.Problem
-	for _, cl := range t.Classes {
-		if p, ok := k.unreachable(t.Major, cl); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// unreachable returns the warning for flow class cl of a tree with the
-// given major when its flow lacks the classifier's key.
-func (k keyCheck) unreachable(major uint16, cl Class) (shaper.Problem, bool) {
-	if k.kn == nil || cl.Role != shaper.RoleFlow {
-		return shaper.Problem{}, false
-	}
-	field := k.kn.MissingKey(cl.entry(major))
-	if field == "" {
-		return shaper.Problem{}, false
-	}
-	kept := fmt.Sprintf("its class keeps its rate %s", shaper.FormatRate(cl.Rate))
-	if cl.GBR != 0 {
-		kept = fmt.Sprintf("its GBR %s stays reserved", shaper.FormatRate(cl.GBR))
-	}
-	return shaper.Problem{Kind: shaper.Unreachable, Severity: shaper.Warning, Flow: cl.Flow,
-		Name: shaper.Flow{ID: cl.Flow, Name: cl.Name}.Label(), Field: field,
-		Detail: fmt.Sprintf("no %s: classifier %s binds by %s and cannot steer its packets into class %s, they go to the default class; %s",
-			field, k.kind, field, (&Tree{Major: major}).Handle(cl.Minor), kept)}, true
+	return plan.KeyCheck{KN: kn, Kind: kind}
 }
 
 // ClassifierFor returns the classifier a plan for kind k is enforced by
@@ -89,7 +47,7 @@ func ClassifierFor(k classify.Kind) classify.Classifier {
 // plannedClassifier is the classifier a Reconcile of desired will use, as
 // far as it is known before reading the device: one given, else the kind
 // asked for (auto: either mark classifier, which need the same key).
-func (r *Reconciler) plannedClassifier(desired *Tree) classify.Classifier {
+func (r *Reconciler) plannedClassifier(desired *plan.Tree) classify.Classifier {
 	if r.cls != nil {
 		return r.cls
 	}
@@ -114,9 +72,9 @@ func linkProblems(link netlink.Link) []shaper.Problem {
 }
 
 // keyCheck is the unreachable-flow check for a plan of this device.
-func (r *Reconciler) keyCheck(tree *Tree) keyCheck {
+func (r *Reconciler) keyCheck(tree *plan.Tree) plan.KeyCheck {
 	if tree == nil {
-		return keyCheck{}
+		return plan.KeyCheck{}
 	}
 	return newKeyCheck(tree, r.plannedClassifier(tree))
 }
@@ -124,11 +82,11 @@ func (r *Reconciler) keyCheck(tree *Tree) keyCheck {
 // warnings are the problems only the backend can see in a plan for its
 // device: flows its classifier cannot reach (kc), and a device that is
 // down.
-func (b *Backend) warnings(tree *Tree, kc keyCheck) []shaper.Problem {
+func (b *Backend) warnings(tree *plan.Tree, kc plan.KeyCheck) []shaper.Problem {
 	if tree == nil {
 		return nil
 	}
-	out := kc.problems(tree)
+	out := kc.Problems(tree)
 	if link, err := b.h.LinkByName(b.dev); err == nil {
 		out = append(out, linkProblems(link)...)
 	}

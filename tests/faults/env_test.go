@@ -24,6 +24,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -377,14 +378,14 @@ func (e *env) canonical() string {
 		return "no tree"
 	}
 	spares := 0
-	tr.Classes = slices.DeleteFunc(tr.Classes, func(c htb.Class) bool {
+	tr.Classes = slices.DeleteFunc(tr.Classes, func(c plan.Class) bool {
 		if c.Role == shaper.RoleSpare {
 			spares++
 		}
 		return c.Role == shaper.RoleSpare
 	})
-	if spares > htb.DefaultPool {
-		e.t.Errorf("%d spare classes on the device, more than the pool (%d)", spares, htb.DefaultPool)
+	if spares > plan.DefaultPool {
+		e.t.Errorf("%d spare classes on the device, more than the pool (%d)", spares, plan.DefaultPool)
 	}
 	name := map[uint16]string{}
 	children := map[uint16][]string{}

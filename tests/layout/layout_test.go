@@ -33,28 +33,62 @@ var kernelImports = []string{
 // modelPackages must not reach the kernel.
 var modelPackages = []string{"./shaper", "./qosview/..."}
 
+// planningPackages are a backend's pure half: the HTB tree's planning,
+// incremental state and tc rendering, and the classifier tables they
+// build. They must reach neither the kernel nor a process (os/exec), so
+// they are tested, and read, without either.
+var planningPackages = []string{"./shaper/htb/plan", "./shaper/classify/spec"}
+
 // TestModelHasNoKernelImports fails if the model (package shaper) or
 // qosview (its rule model too) depends, directly or not, on a package
 // that talks to the kernel.
 func TestModelHasNoKernelImports(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("needs the go command on PATH")
-	}
 	for _, pkg := range modelPackages {
-		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
-		cmd.Dir = root(t)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
-		}
-		for _, dep := range strings.Fields(string(out)) {
-			for _, k := range kernelImports {
-				if dep == k || strings.HasPrefix(dep, k+"/") {
-					t.Errorf("%s depends on %s: the model must not reach the kernel (move that code to a backend)", pkg, dep)
-				}
+		for _, dep := range deps(t, pkg) {
+			if k := kernelImport(dep); k != "" {
+				t.Errorf("%s depends on %s: the model must not reach the kernel (move that code to a backend)", pkg, dep)
 			}
 		}
 	}
+}
+
+// TestPlanningHasNoKernelImports fails if a planning package depends,
+// directly or not, on a package that talks to the kernel or runs
+// processes: that code belongs to the backend's kernel side (shaper/htb,
+// shaper/classify).
+func TestPlanningHasNoKernelImports(t *testing.T) {
+	for _, pkg := range planningPackages {
+		for _, dep := range deps(t, pkg) {
+			if kernelImport(dep) != "" || dep == "os/exec" {
+				t.Errorf("%s depends on %s: planning must not reach the kernel (move that code to shaper/htb)", pkg, dep)
+			}
+		}
+	}
+}
+
+// deps lists pkg and every package it depends on (go list -deps).
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command on PATH")
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+	cmd.Dir = root(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// kernelImport returns the kernel package dep is or lies under, or "".
+func kernelImport(dep string) string {
+	for _, k := range kernelImports {
+		if dep == k || strings.HasPrefix(dep, k+"/") {
+			return k
+		}
+	}
+	return ""
 }
 
 // maxFuncLines is the longest a product function may be.

@@ -20,6 +20,7 @@ import (
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
@@ -108,7 +109,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 		FARID: 4, QERIDs: []uint32{1}})
 
 	// The aware tree on N3, classified by (TEID, QFI) from the GTP-U header.
-	pol := htb.DefaultPolicy(uint64(linkRate * scale))
+	pol := plan.DefaultPolicy(uint64(linkRate * scale))
 	pol.Classifier = classify.KindGTPU
 	// The operator minimum scales with the link, or at small scales the
 	// non-GBR and default minimums would eat the GBR flows' guarantees.
@@ -117,17 +118,17 @@ func TestStockGtp5gGuest(t *testing.T) {
 	// So do the DRR quantum (borrowing granularity) and the buckets (at a
 	// tenth of the rates 32 KiB is a tenth of a second of A's ceil, which
 	// a borrowing class gets back as a burst), down to one frame.
-	pol.Quantum = uint32(math.Max(float64(htb.DefaultQuantum)*scale, htb.DefaultMaxFrame))
-	pol.Burst = uint32(math.Max(float64(htb.DefaultBurst)*scale, htb.DefaultMaxFrame))
+	pol.Quantum = uint32(math.Max(float64(plan.DefaultQuantum)*scale, plan.DefaultMaxFrame))
+	pol.Burst = uint32(math.Max(float64(plan.DefaultBurst)*scale, plan.DefaultMaxFrame))
 	pol.CBurst = pol.Burst
 	if lk := os.Getenv(leafEnv); lk != "" {
-		k, err := htb.ParseLeafKind(lk)
+		k, err := plan.ParseLeafKind(lk)
 		if err != nil {
 			t.Fatalf("%s: %v", leafEnv, err)
 		}
 		pol.Leaf.Kind = k
 	}
-	tree, probs := htb.Plan(sf, pol, nil)
+	tree, probs := plan.Plan(sf, pol, nil)
 	if tree == nil {
 		t.Fatalf("plan: %v", probs)
 	}

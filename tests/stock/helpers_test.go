@@ -13,6 +13,7 @@ import (
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/tests/vm"
 )
@@ -64,7 +65,7 @@ func flowsFor(l *lab.Lab, contracts map[string]contract) []shaper.Flow {
 
 // shaped is an aware HTB tree on the lab's N3 with the gtpu classifier.
 type shaped struct {
-	tree *htb.Tree
+	tree *plan.Tree
 	rec  *htb.Reconciler
 	cls  *gtpu.Classifier
 	res  htb.Result
@@ -74,9 +75,9 @@ type shaped struct {
 // skips when the kernel refuses the BPF program.
 func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped {
 	t.Helper()
-	pol := htb.DefaultPolicy(uint64(linkRate * l.Scale()))
+	pol := plan.DefaultPolicy(uint64(linkRate * l.Scale()))
 	pol.Classifier = classify.KindGTPU
-	tree, problems := htb.Plan(flows, pol, nil)
+	tree, problems := plan.Plan(flows, pol, nil)
 	for _, p := range problems {
 		t.Logf("plan: %v", p)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 )
 
@@ -77,12 +78,12 @@ func TestStockSDFGuest(t *testing.T) {
 	}
 	dl := shaper.FilterDirection(flows, shaper.Downlink)
 
-	pol := htb.DefaultPolicy(uint64(link))
+	pol := plan.DefaultPolicy(uint64(link))
 	pol.Classifier = classify.KindGTPU
 	pol.NonGBRMin = uint64(float64(shaper.DefaultNonGBRMin) * link / linkRate)
 	pol.DefaultRate = pol.NonGBRMin
-	pol.Quantum, pol.Burst, pol.CBurst = htb.DefaultMaxFrame, htb.DefaultMaxFrame*4, htb.DefaultMaxFrame*4
-	tree, tprobs := htb.Plan(dl, pol, nil)
+	pol.Quantum, pol.Burst, pol.CBurst = plan.DefaultMaxFrame, plan.DefaultMaxFrame*4, plan.DefaultMaxFrame*4
+	tree, tprobs := plan.Plan(dl, pol, nil)
 	if tree == nil {
 		t.Fatalf("plan: %v", tprobs)
 	}
@@ -181,7 +182,7 @@ func classPackets(t *testing.T, h *netlink.Handle, major uint16) map[uint16]uint
 	return out
 }
 
-func isLeaf(tree *htb.Tree, minor uint16) bool {
+func isLeaf(tree *plan.Tree, minor uint16) bool {
 	for _, c := range tree.Classes {
 		if c.Parent == minor {
 			return false

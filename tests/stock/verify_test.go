@@ -11,7 +11,7 @@ import (
 
 	"github.com/free5gc/gtpqos/lab"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -75,7 +75,7 @@ func TestVerifyFlagsMisclassifiedFlow(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 
 	lines, code := verifyIn(t, l, bin)
-	var bClass htb.Class
+	var bClass plan.Class
 	for _, c := range s.tree.FlowClasses() {
 		if c.Name == "B" {
 			bClass = c
@@ -86,9 +86,9 @@ func TestVerifyFlagsMisclassifiedFlow(t *testing.T) {
 		t.Errorf("broken classifier: exit %d, lines %q; want exit 1 with %q and a miss line", code, lines, wantB)
 	}
 
-	pol := htb.DefaultPolicy(uint64(linkRate * l.Scale()))
+	pol := plan.DefaultPolicy(uint64(linkRate * l.Scale()))
 	pol.Classifier = s.tree.Classifier
-	fixed, probs := htb.Plan(good, pol, s.tree)
+	fixed, probs := plan.Plan(good, pol, s.tree)
 	if fixed == nil {
 		t.Fatalf("plan: %v", probs)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/htb"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 )
 
@@ -67,11 +67,11 @@ func TestABCountOnlyArm(t *testing.T) {
 	if co.Policy.Mode != shaper.Static {
 		t.Errorf("%s: mode %v, want static (every class the same, contracts ignored)", abCountOnlyFile, co.Policy.Mode)
 	}
-	pol, err := htb.PolicyOf(co.Policy)
+	pol, err := plan.PolicyOf(co.Policy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, probs := htb.Plan(co.Flows, pol, nil)
+	tree, probs := plan.Plan(co.Flows, pol, nil)
 	for _, pr := range probs {
 		t.Errorf("%s: planner problem %v on %s (%s): %s", abCountOnlyFile, pr.Kind, pr.Name, pr.Field, pr.Detail)
 	}

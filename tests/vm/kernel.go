@@ -36,18 +36,8 @@ func CacheDir() string {
 	return "/var/cache/gtpqos-vm"
 }
 
-// PrepareKernel is PrepareKernelSeries for the series $GTPQOS_VM_KERNEL
-// names (default 6.1), or the one want belongs to.
-func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) {
-	s, err := pickSeries("", want)
-	if err != nil {
-		return nil, err
-	}
-	return prepareKernel(ctx, cacheDir, s, want)
-}
-
-// PrepareKernelSeries returns a Debian 12 kernel of a series ("6.1",
-// "6.12"; "" for $GTPQOS_VM_KERNEL, else 6.1) unpacked under cacheDir.
+// PrepareKernel returns a Debian 12 kernel of the series $GTPQOS_VM_KERNEL
+// names (default 6.1), or the one want belongs to, unpacked under cacheDir.
 //
 // With want empty it takes the newest linux-image of the series apt knows
 // whose package downloads (signed, else -unsigned), reusing an unpacked
@@ -55,8 +45,8 @@ func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) 
 // With want set (a release such as "6.1.0-57-amd64", e.g. a gtp5g.ko's
 // vermagic) it takes exactly that release. $GTPQOS_VM_KERNEL_DEB names a
 // .deb to use instead of asking apt.
-func PrepareKernelSeries(ctx context.Context, cacheDir, seriesName, want string) (*Kernel, error) {
-	s, err := pickSeries(seriesName, want)
+func PrepareKernel(ctx context.Context, cacheDir, want string) (*Kernel, error) {
+	s, err := pickSeries("", want)
 	if err != nil {
 		return nil, err
 	}
