@@ -19,10 +19,10 @@ import (
 	"github.com/free5gc/gtpqos/watch"
 )
 
-// docCaps are classify.DeployCaps as compose and Kubernetes spell them.
+// docCaps are classify.GrantCaps as compose and Kubernetes spell them.
 func docCaps() []string {
 	var out []string
-	for _, n := range classify.CapNames(classify.DeployCaps) {
+	for _, n := range classify.CapNames(classify.GrantCaps) {
 		out = append(out, strings.TrimPrefix(n, "CAP_"))
 	}
 	return out

@@ -234,29 +234,51 @@ const DefaultConfig = "/etc/gtpqos/watch.yaml"
 
 // Devices returns the N3/N6 devices: n3/n6 when either is given; else,
 // unless a config was named (explicit), the devices a running `gtpqos
-// watch` holds (its device locks in lockDir record their roles); else the
-// watch config's (if the file exists; a missing file named explicitly, or
-// one that does not load, is a problem, not an error).
+// watch` holds (its device locks in lockDir record their roles; lockDir ""
+// is where watch keeps them: the config's lock_dir, else
+// devlock.DefaultDir); else the watch config's (if the file exists; a
+// missing file named explicitly, or one that does not load, is a problem,
+// not an error). Finding none is a problem saying where it looked.
 func Devices(n3, n6, config string, explicit bool, lockDir string) (string, string, []string) {
 	if n3 != "" || n6 != "" {
 		return n3, n6, nil
 	}
-	if !explicit && lockDir != "" {
+	cfg, cfgFound, cfgErr := loadWatchConfig(config, explicit)
+	if lockDir == "" {
+		lockDir = devlock.DefaultDir
+		if cfgFound && cfgErr == nil && cfg.LockDir != "" {
+			lockDir = cfg.LockDir
+		}
+	}
+	if !explicit {
 		if w3, w6 := WatchedDevices(lockDir); w3 != "" || w6 != "" {
 			return w3, w6, nil
 		}
 	}
-	if config == "" {
-		return "", "", nil
+	if cfgErr != nil {
+		return "", "", []string{fmt.Sprintf("devices: %v (use --n3/--n6)", cfgErr)}
 	}
-	if _, err := os.Stat(config); err != nil && !explicit {
-		return "", "", nil
+	if cfg.N3 != "" || cfg.N6 != "" {
+		return cfg.N3, cfg.N6, nil
 	}
-	cfg, err := watch.LoadConfig(config)
-	if err != nil {
-		return "", "", []string{fmt.Sprintf("devices: %v (use --n3/--n6)", err)}
+	where := "no config file"
+	if cfgFound {
+		where = "config " + config + " names no n3/n6"
 	}
-	return cfg.N3, cfg.N6, nil
+	return "", "", []string{fmt.Sprintf("devices: none found: no gtpqos watch holds a device lock in %s and %s (use --n3/--n6, or --lock-dir where the watch keeps its locks)", lockDir, where)}
+}
+
+// loadWatchConfig reads the watch config for Devices: found is false when
+// there is none to read (no path, or an absent file not named explicitly).
+func loadWatchConfig(path string, explicit bool) (cfg watch.Config, found bool, err error) {
+	if path == "" {
+		return cfg, false, nil
+	}
+	if _, serr := os.Stat(path); serr != nil && !explicit {
+		return cfg, false, nil
+	}
+	cfg, err = watch.LoadConfig(path)
+	return cfg, true, err
 }
 
 // WatchedDevices returns the N3 and N6 devices of a running `gtpqos

@@ -267,7 +267,7 @@ func TestStatusDevicesFromConfig(t *testing.T) {
 	}{
 		{"config", "", "", cfg, false, "upfgtp", "eth9", ""},
 		{"flags win", "a3", "", cfg, true, "a3", "", ""},
-		{"default config absent", "", "", missing, false, "", "", ""},
+		{"default config absent", "", "", missing, false, "", "", "none found"},
 		{"named config absent", "", "", missing, true, "", "", "none.yaml"},
 		{"bad config", "", "", bad, false, "", "", "bogus"},
 	} {
@@ -317,5 +317,29 @@ func TestStatusDevicesFromRunningWatch(t *testing.T) {
 	l6.Release()
 	if n3, n6, _ := Devices("", "", cfg, false, locks); n3 != "upfgtp" || n6 != "eth9" {
 		t.Errorf("watch gone: devices %q/%q, want the config's", n3, n6)
+	}
+}
+
+// Without --lock-dir, status looks for the watch's locks where watch keeps
+// them: the config's lock_dir (else the default), and finding no devices
+// says in one line where it looked.
+func TestStatusDevicesLockDirFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	locks := filepath.Join(dir, "wlocks")
+	cfg := filepath.Join(dir, "watch.yaml")
+	if err := os.WriteFile(cfg, []byte("lock_dir: "+locks+"\nlink_rate: 30mbit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l3, err := devlock.Acquire(locks, "n3w", devlock.Holder{Command: "watch", Role: "n3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n3, n6, probs := Devices("", "", cfg, false, ""); n3 != "n3w" || n6 != "" || len(probs) > 0 {
+		t.Errorf("lock_dir from the config: devices %q/%q (%v), want n3w", n3, n6, probs)
+	}
+	l3.Release()
+	n3, n6, probs := Devices("", "", cfg, false, "")
+	if n3 != "" || n6 != "" || len(probs) != 1 || !strings.Contains(probs[0], locks) || !strings.Contains(probs[0], "names no n3/n6") {
+		t.Errorf("no watch: devices %q/%q, problems %q; want one line naming %s and the config", n3, n6, probs, locks)
 	}
 }

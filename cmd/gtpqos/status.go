@@ -32,11 +32,11 @@ func runStatus(ctx context.Context, args []string, stdout io.Writer) error {
 	n3 := fs.String("n3", "", "N3 device with the downlink tree (default: the watch config's n3)")
 	n6 := fs.String("n6", "", "N6 device with the uplink tree (default: the watch config's n6)")
 	config := fs.String("config", status.DefaultConfig, "watch config file read for n3/n6 when --n3/--n6 are not given and no watch runs (ignored if absent)")
-	lockDir := fs.String("lock-dir", devlock.DefaultDir, "where a running gtpqos watch holds its device locks (they name its n3/n6 devices)")
+	lockDir := fs.String("lock-dir", "", "where a running gtpqos watch holds its device locks (they name its n3/n6 devices; default: the watch config's lock_dir, else "+devlock.DefaultDir+")")
 	interval := fs.Duration("interval", time.Second, "time between the two class counter readings for the RATE column (0: no rates)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: gtpqos status [--json] [--n3 IF] [--n6 IF] [--config FILE] [--lock-dir /run/gtpqos] [--interval 1s]")
+			fmt.Fprintln(stdout, "usage: gtpqos status [--json] [--n3 IF] [--n6 IF] [--config FILE] [--lock-dir DIR] [--interval 1s]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil

@@ -75,7 +75,8 @@ func (p Pins) Path(name string) string { return filepath.Join(p.Dir, name) }
 func (p Pins) Ensure() error { return p.walk(true) }
 
 // Check is Ensure without creating anything: a missing directory is an
-// error wrapping fs.ErrNotExist.
+// error wrapping fs.ErrNotExist. Run by root it also accepts directories
+// of another user (the daemon's own), so root reads what the daemon pinned.
 func (p Pins) Check() error { return p.walk(false) }
 
 func (p Pins) walk(create bool) error {
@@ -104,7 +105,7 @@ func (p Pins) walk(create bool) error {
 				return pinDirErr(dir, err)
 			}
 		}
-		if err := checkDir(dir); err != nil {
+		if err := checkDir(dir, !create && os.Geteuid() == 0); err != nil {
 			return err
 		}
 		if i == 0 {
@@ -161,8 +162,11 @@ func onBPFFS(dir string, writable bool) error {
 	return nil
 }
 
-// checkDir refuses a directory someone else could plant pins in.
-func checkDir(dir string) error {
+// checkDir refuses a directory someone else could plant pins in. With
+// anyOwner (root reading pins, not creating them) a directory of another
+// user is accepted: it is the daemon's, which runs as its own user, and
+// status or reset as root must find what that daemon pinned.
+func checkDir(dir string, anyOwner bool) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -180,7 +184,7 @@ func checkDir(dir string) error {
 	if !ok {
 		return fmt.Errorf("BPF pin directory %s: no owner", dir)
 	}
-	if sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+	if !anyOwner && sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
 		return fmt.Errorf("BPF pin directory %s belongs to uid %d, not to this user (%d) or root: refusing it", dir, sys.Uid, os.Geteuid())
 	}
 	if fi.Mode().Perm()&0o022 != 0 {

@@ -124,3 +124,32 @@ func TestPinsRefuse(t *testing.T) {
 		t.Error("a device name with a slash was accepted")
 	}
 }
+
+// Root reads what a daemon running as its own user pinned (status and
+// reset as root), but never creates pins in that user's directory.
+func TestPinsRootReadsDaemonUsersPins(t *testing.T) {
+	bpffs(t)
+	p, err := DevicePins("eth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err != nil {
+		t.Skipf("create a BPF map: %v", err)
+	}
+	defer m.Close()
+	if err := p.Replace("gtpqos_marks", m.FD()); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{p.Root, filepath.Dir(p.Dir), p.Dir} {
+		if err := os.Chown(d, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if path, ok, err := p.Lookup("gtpqos_marks"); err != nil || !ok || path != p.Path("gtpqos_marks") {
+		t.Errorf("root's Lookup in uid 65534's pin directory = %q %v %v, want the pin", path, ok, err)
+	}
+	if err := p.Ensure(); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Errorf("root's Ensure in uid 65534's pin directory: %v, want it refused", err)
+	}
+}

@@ -99,9 +99,16 @@ type Readier interface {
 
 // DeployCaps are the capabilities gtpqos documents for every command and
 // the daemon, whatever the classifier (fw needs only CAP_NET_ADMIN; bpf and
-// gtpu also CAP_BPF): what the systemd unit, the container image's compose
-// file and Helm chart grant. Never CAP_SYS_ADMIN.
+// gtpu also CAP_BPF); the manifests grant GrantCaps. Never CAP_SYS_ADMIN.
 var DeployCaps = BPFCaps
+
+// GrantCaps are what the systemd unit, the compose file and the Helm
+// sidecar grant: DeployCaps and CAP_PERFMON, which the gtpu classifier
+// (stock gtp5g) needs on a kernel like Debian 12's 6.1, whose verifier
+// refuses its SDF rule loop without it (a map value pointer advanced by an
+// offset that differs per iteration: "tried to add from different maps,
+// paths or scalars", its Spectre v1 sanitation). Never CAP_SYS_ADMIN.
+var GrantCaps = []int{unix.CAP_NET_ADMIN, unix.CAP_BPF, unix.CAP_PERFMON}
 
 // CapNames returns the capabilities' names as the kernel's headers spell
 // them ("CAP_NET_ADMIN").

@@ -193,7 +193,7 @@ func checkGoodWatch(t *testing.T, out, name, caps string, qerA uint32) {
 		}
 		class := between(out, "ACLASS "+tag+" ", "\n") // A's rates: 3.75/4.5 Mbit/s
 		if root, err := flowClass(between(out, "===ROOTSTATUS "+tag+"===\n", "===END==="), 1, qerA); root != class {
-			t.Logf("%s: status as root gives flow A the class %q (%v); the tree's class at A's rates is %q", tag, root, err, class)
+			t.Errorf("%s: status as root gives flow A the class %q (%v); the tree's class at A's rates is %q", tag, root, err, class)
 		}
 		if class == "" {
 			t.Errorf("%s (caps %s) run %s: no class at flow A's rates", name, caps, step)
