@@ -290,3 +290,17 @@ func TestSweepTableFigureAndChecks(t *testing.T) {
 		t.Fatalf("files %v: %v", paths, err)
 	}
 }
+
+func TestSeedAcceptanceJudgesTheArmsNamedAfterTheSeed(t *testing.T) {
+	// An extra aware arm with flows A, B and C after the seed's (a GBR
+	// case, say) has other contracts: the seed's criteria judge "aware".
+	res := seedResults(9.331, 5.863)
+	extra := seedResults(12, 5.599).Arms[1]
+	extra.Arm.Name = "gbr"
+	res.Arms = append(res.Arms, extra)
+	for _, c := range SeedAcceptance(res) {
+		if !c.OK {
+			t.Errorf("%s: failed: %s", c.Name, c.Detail)
+		}
+	}
+}

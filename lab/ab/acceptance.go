@@ -3,6 +3,7 @@ package ab
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Check is one acceptance criterion and its verdict.
@@ -115,19 +116,36 @@ func seedAcceptance(res *Results) []Check {
 	return cs
 }
 
-// seedSummaries returns the last static and aware arms with the seed's flows.
+// seedSummaries returns the static and aware arms with the seed's flows:
+// the last arm named after its mode ("aware", or "aware/edt" side by side),
+// else the last of that mode, so an extra arm that also carries flows A, B
+// and C (a BESS or GBR case) is not judged by the seed's criteria.
 func seedSummaries(res *Results) (static, aware *ArmSummary) {
+	var named [2]*ArmSummary
 	for i := range res.Arms {
 		as := &res.Arms[i]
 		if !isSeedLayout(*as) || as.Runs == 0 {
 			continue
 		}
+		byName := strings.SplitN(as.Arm.Name, "/", 2)[0] == as.Mode
 		switch as.Mode {
 		case "static":
 			static = as
+			if byName {
+				named[0] = as
+			}
 		case "aware":
 			aware = as
+			if byName {
+				named[1] = as
+			}
 		}
+	}
+	if named[0] != nil {
+		static = named[0]
+	}
+	if named[1] != nil {
+		aware = named[1]
 	}
 	return static, aware
 }
