@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"errors"
+	"github.com/free5gc/gtpqos/shaper"
 	"slices"
 	"strings"
 	"testing"
@@ -156,5 +157,17 @@ func TestSweepSideBySide(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("sweep table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+func TestFlowCountersReadOnlyWhereFlowsShareClasses(t *testing.T) {
+	perFlow := []shaper.ClassState{{Handle: "6771:1", Role: shaper.RoleLink}, {Handle: "6771:12", Role: shaper.RoleFlow}}
+	dump := map[string]shaper.Counters{"6771:1": {}, "6771:12": {}}
+	if flowsOutsideClasses(perFlow, dump) {
+		t.Error("a flow with a tc class of its own: the flow counters would be read again")
+	}
+	shared := append(perFlow, shaper.ClassState{Handle: "edt/0x5", Role: shaper.RoleFlow})
+	if !flowsOutsideClasses(shared, dump) {
+		t.Error("a flow without a tc class of its own: its counters would not be read")
 	}
 }

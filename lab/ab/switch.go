@@ -91,17 +91,18 @@ func (s *switcher) close() error {
 	return s.be.Close()
 }
 
-// counters reads the open backend's class counters and, under
-// flowCounterKey, each flow's own: under a backend whose flows share
-// classes (edt) only the latter are one flow's.
+// counters reads the open backend's class counters and, where a flow's
+// class is not a tc class of its own (edt's flows share classes), each
+// flow's own counters under flowCounterKey. Per-flow HTB classes are read
+// once: their flow counters are the same class dump again.
 func (s *switcher) counters(ctx context.Context) (map[string]shaper.Counters, error) {
 	be, err := s.current()
 	if err != nil {
 		return nil, err
 	}
 	out, err := be.Counters(ctx)
-	if err != nil {
-		return nil, err
+	if err != nil || !flowsOutsideClasses(be.Classes(), out) {
+		return out, err
 	}
 	fcs, err := be.FlowCounters(ctx)
 	if err != nil {
@@ -111,6 +112,17 @@ func (s *switcher) counters(ctx context.Context) (map[string]shaper.Counters, er
 		out[flowCounterKey(fc.Flow)] = fc.Counters
 	}
 	return out, nil
+}
+
+// flowsOutsideClasses says whether a planned flow's class is missing from
+// the class counters.
+func flowsOutsideClasses(cs []shaper.ClassState, counters map[string]shaper.Counters) bool {
+	for _, c := range cs {
+		if _, ok := counters[c.Handle]; c.Role == shaper.RoleFlow && !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // flowCounterKey is where counters holds a flow's own counters.
