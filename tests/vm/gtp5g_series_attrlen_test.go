@@ -2,11 +2,8 @@ package vm
 
 import (
 	"errors"
-	"os"
-	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	gtp5gnl "github.com/free5gc/go-gtp5gnl"
 	"github.com/khirono/go-nl"
@@ -21,27 +18,8 @@ import (
 // poisoned, checked small kmalloc caches (TestVMGtp5gSeries runs them
 // with the rest of the series).
 func TestVMGtp5gRequests(t *testing.T) {
-	if os.Getenv("GTPQOS_IN_VM") == "1" {
-		t.Skip("host-side launcher; inside the VM the guest tests run")
-	}
-	ko := RequireKO(t)
-	bin := BuildTestBinary(t, "./tests/vm/")
-	const name = "gtp5g_requests.test"
-	res := Run(t, Config{
-		Script: bin.Script(name, "-test.run", "^TestGtp5gSeries(ShortAttributes|BufferSocketCreate|BufferSocketAfterRuleDelete|DumpResume)$", "-test.v",
-			"-test.count=1", "-test.timeout", "7m") + "\n",
-		Env:        map[string]string{gtp5gGuestEnv: "1"},
-		Files:      map[string]string{name: bin.HostPath},
-		KO:         ko,
-		Timeout:    9 * time.Minute,
-		KernelArgs: []string{"slub_debug=FZP,kmalloc-8,kmalloc-16,kmalloc-32,kmalloc-64,kmalloc-96,kmalloc-128"},
-	})
-	if res.ExitCode != 0 || strings.Contains(res.Output, "--- FAIL") {
-		t.Fatalf("guest request tests failed (exit %d); see the guest: lines above", res.ExitCode)
-	}
-	if !strings.Contains(res.Output, "--- PASS") {
-		t.Fatal("no guest request test passed")
-	}
+	runSeriesSlice(t, "requests", "ShortAttributes|BufferSocketCreate|BufferSocketAfterRuleDelete|DumpResume",
+		"kmalloc-8,kmalloc-16,kmalloc-32,kmalloc-64,kmalloc-96,kmalloc-128")
 }
 
 // rawGtp5g sends one gtp5g request carrying exactly attrs (go-gtp5gnl

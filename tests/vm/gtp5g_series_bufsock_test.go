@@ -92,14 +92,7 @@ func TestGtp5gSeriesBufferSocketCreate(t *testing.T) {
 	if err := gtp5gnl.CreatePDROID(r.Client(), r.Link, gtp5gtest.OID(1, 1), pdrAttrs(path)); err != nil {
 		t.Fatalf("add a buffering PDR: %v", err)
 	}
-	var sent atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	startSender(t, ns, &wg, stop, &sent, "10.60.0.1:9", make([]byte, 200))
-	defer func() { close(stop); wg.Wait() }()
-	if !lis.waitBuffered(0, 5*time.Second) {
-		t.Fatalf("no buffered packet reached %s in 5 s after the PDR add", lis.path)
-	}
+	sent := sendBuffered(t, ns, lis)
 	// each of these replaces the socket
 	steps := []struct {
 		what string
@@ -170,14 +163,7 @@ func TestGtp5gSeriesBufferSocketAfterRuleDelete(t *testing.T) {
 	if err := gtp5gnl.CreatePDROID(r.Client(), r.Link, gtp5gtest.OID(1, 1), pdr); err != nil {
 		t.Fatalf("add a buffering PDR: %v", err)
 	}
-	var sent atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	startSender(t, ns, &wg, stop, &sent, "10.60.0.1:9", make([]byte, 200))
-	defer func() { close(stop); wg.Wait() }()
-	if !lis.waitBuffered(0, 5*time.Second) {
-		t.Fatalf("no buffered packet reached %s in 5 s", lis.path)
-	}
+	sent := sendBuffered(t, ns, lis)
 	r.Remove(t, "qer", 1, 1)
 	if got := lis.n.Load(); !lis.waitBuffered(got, 5*time.Second) {
 		t.Errorf("no buffered packet reached %s in 5 s after the PDR's QER was deleted", lis.path)
@@ -189,4 +175,20 @@ func TestGtp5gSeriesBufferSocketAfterRuleDelete(t *testing.T) {
 		t.Errorf("no buffered packet reached %s in 5 s after the PDR's URR was deleted", lis.path)
 	}
 	t.Logf("%d downlink datagrams sent, %d buffered", sent.Load(), lis.n.Load())
+}
+
+// sendBuffered sends downlink datagrams to 10.60.0.1 until the test ends
+// and waits for the first to reach the buffering socket lis; it returns
+// the count of datagrams sent.
+func sendBuffered(t *testing.T, ns gtp5gtest.NS, lis *bufferListener) *atomic.Int64 {
+	t.Helper()
+	var sent atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	startSender(t, ns, &wg, stop, &sent, "10.60.0.1:9", make([]byte, 200))
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	if !lis.waitBuffered(0, 5*time.Second) {
+		t.Fatalf("no buffered packet reached %s in 5 s", lis.path)
+	}
+	return &sent
 }
