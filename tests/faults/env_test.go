@@ -459,6 +459,20 @@ func marksOf(flows []flow) []uint32 {
 }
 
 // jitter draws a kill delay in [0, window).
+// untilLocked waits until a writer holds a lock in the lock directory
+// (the holder's file exists only while it holds it), at most max; it
+// returns how long it waited.
+func (e *env) untilLocked(max time.Duration) time.Duration {
+	start := time.Now()
+	for time.Since(start) < max {
+		if m, _ := filepath.Glob(filepath.Join(e.locks, "*")); len(m) > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(start)
+}
+
 func (e *env) jitter(window time.Duration) time.Duration {
 	return time.Duration(e.rng.Int63n(int64(window) + 1))
 }
