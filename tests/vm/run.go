@@ -103,6 +103,11 @@ func RunContext(ctx context.Context, workDir string, cfg Config) (*Result, error
 		return nil, err
 	}
 	res, err := runQEMU(ctx, k, initrd, workDir, p.repo, cfg)
+	if errors.Is(err, errSilentBoot) && ctx.Err() == nil {
+		// Rarely a TCG guest hangs before its first console line; the
+		// guest ran nothing, so booting it again is the same run.
+		res, err = runQEMU(ctx, k, initrd, workDir, p.repo, cfg)
+	}
 	if res != nil {
 		res.Kernel = k.Release
 		res.WorkDir = workDir
@@ -160,6 +165,13 @@ func repoUnderTmpfs() string {
 	return ""
 }
 
+// silentBootLimit is how long a guest may print nothing at all: the first
+// line comes within seconds (about 40 s at load 10).
+const silentBootLimit = 90 * time.Second
+
+// errSilentBoot is a guest that printed nothing before silentBootLimit.
+var errSilentBoot = errors.New("vm guest hung before its first console line")
+
 func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg Config) (*Result, error) {
 	args := []string{
 		"-accel", "tcg", "-cpu", "max",
@@ -203,6 +215,16 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 		}
 	}()
 
+	// A guest silent for silentBootLimit has hung before its first line.
+	var anyLine, silent atomic.Bool
+	watchdog := time.AfterFunc(silentBootLimit, func() {
+		if !anyLine.Load() {
+			silent.Store(true)
+			killOnce.Do(func() { _ = cmd.Process.Kill() })
+		}
+	})
+	defer watchdog.Stop()
+
 	res := &Result{ExitCode: -1}
 	var console, output strings.Builder
 	var began, ended bool
@@ -212,6 +234,7 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 	for {
 		line, rerr := br.ReadString('\n')
 		if line != "" {
+			anyLine.Store(true)
 			line = strings.TrimRight(line, "\r\n")
 			console.WriteString(line + "\n")
 			switch {
@@ -260,6 +283,8 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 	// A panic reaches the console only; the oops/BUG lines before it too.
 	res.KernelErrors = kernelErrors(res.Dmesg + "\n" + res.Console)
 	switch {
+	case silent.Load():
+		return res, fmt.Errorf("%w: nothing on the console in %s (qemu killed)", errSilentBoot, silentBootLimit)
 	case failMsg != "":
 		return res, fmt.Errorf("vm guest setup failed (kernel %s): %s\n%s", k.Release, failMsg, tail(res.Console, 30))
 	case ctx.Err() != nil && !ended:
