@@ -16,13 +16,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/genetlink/genltest"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 const (

@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
@@ -24,8 +27,6 @@ import (
 	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/watch"
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // The benchmark's flows: non-GBR (admission never refuses one), MBR 2

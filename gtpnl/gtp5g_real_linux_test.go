@@ -14,13 +14,14 @@ import (
 	"time"
 
 	gtp5gnl "github.com/free5gc/go-gtp5gnl"
+	"github.com/khirono/go-nl"
+
 	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/free5gc/gtpqos/kmod"
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/tests/gtp5gtest"
 	"github.com/free5gc/gtpqos/tests/testenv"
-	"github.com/khirono/go-nl"
 )
 
 // TestRealGTP5G runs against a loaded gtp5g (the VM with GTP5G_KO, or a

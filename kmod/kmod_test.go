@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/free5gc/gtpqos/gtpnl"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/free5gc/gtpqos/gtpnl"
 )
 
 // fakeModule lays out sysfs/procfs files of a loaded gtp5g under a temp

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/free5gc/gtpqos/tests/testenv"
 	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // newTestLab builds a lab and removes it when the test ends, checking that

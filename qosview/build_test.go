@@ -3,9 +3,10 @@ package qosview
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/free5gc/gtpqos/gtpnl/gtp5g"
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/google/go-cmp/cmp"
 )
 
 // seedFlows are the seed's contracts: A 15/18, B 5/6, C -/30 Mbit/s with

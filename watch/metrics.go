@@ -4,8 +4,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/free5gc/gtpqos/shaper"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // Metrics are the daemon's Prometheus metrics, on a registry of their own

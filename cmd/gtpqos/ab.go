@@ -6,10 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/free5gc/gtpqos/shaper"
 
 	"github.com/sirupsen/logrus"
 

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/csv"
 	"errors"
-	"github.com/free5gc/gtpqos/shaper"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // --backend takes one known backend or a list of distinct ones; anything

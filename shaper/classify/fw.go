@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/free5gc/gtpqos/shaper"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/shaper"
 )
 
 // Where the fw probe briefly lives.

@@ -2,13 +2,13 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // scaleFlows returns n GBR flows (100 kbit/s guaranteed, 1 Mbit/s max)

@@ -3,11 +3,12 @@ package htb
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // fifoLeaf is a bfifo sized by the class's delay budget (Class.QueueLimit

@@ -3,9 +3,9 @@ package htb
 import (
 	"context"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // builtin returns the shaper's own classifier of a kind, cached.

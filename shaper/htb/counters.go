@@ -3,12 +3,12 @@ package htb
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // classCounters is what a class dump says of one class's counters.

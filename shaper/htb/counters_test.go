@@ -3,7 +3,6 @@ package htb
 import (
 	"context"
 	"encoding/binary"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink/nl"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // classMsg is a class message as the kernel sends one: struct tcmsg, the

@@ -2,12 +2,12 @@ package htb
 
 import (
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sort"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // foreignChain is a filter chain (one priority and protocol of one

@@ -3,11 +3,12 @@ package htb
 import (
 	"context"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
-	"github.com/vishvananda/netlink"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 func (r *Reconciler) actual(ctx context.Context) (*plan.Tree, error) {

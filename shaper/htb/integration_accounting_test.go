@@ -2,12 +2,12 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // stabRe finds the root's size table in `tc -d qdisc show`.

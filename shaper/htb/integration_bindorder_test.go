@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // bindChecker wraps a classifier and, at every Sync, reads the kernel's

@@ -3,16 +3,17 @@ package htb
 import (
 	"context"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // TestIntegrationClassifiers applies the seed with each classifier the

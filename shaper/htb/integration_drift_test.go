@@ -3,7 +3,6 @@ package htb
 import (
 	"context"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"regexp"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // canonical is everything gtpqos owns on the lab's device as the kernel

@@ -2,7 +2,6 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"os"
 	"sort"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // dump is the device's whole tc state: qdiscs (without their counters),

@@ -2,13 +2,13 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // TestIntegrationPool checks the pool of spare classes on a real device:

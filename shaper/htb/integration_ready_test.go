@@ -3,11 +3,11 @@ package htb
 import (
 	"context"
 	"errors"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // notReady is a classifier of the Reconciler's own (as the GTP-U one is)

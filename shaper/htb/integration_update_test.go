@@ -3,12 +3,12 @@ package htb
 import (
 	"context"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"maps"
 	"slices"
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // updateFlow is flow qer of session seid with a GBR of gbr Mbit/s (0:

@@ -2,13 +2,13 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // A flow without the key its classifier binds by used to get a class no

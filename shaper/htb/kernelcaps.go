@@ -3,7 +3,6 @@ package htb
 import (
 	"context"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // kernelFeatures says which of the optional kernel parts the backend uses

@@ -3,9 +3,10 @@ package htb
 import (
 	"context"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // leaf is one kind of qdisc under the leaf classes (flows and default).

@@ -2,12 +2,12 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // kernelView is t as Reconciler.Actual reads it back: no flow ids, names

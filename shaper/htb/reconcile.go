@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sort"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // run is one Reconcile: the desired tree, the device's state as the run

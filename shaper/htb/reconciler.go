@@ -2,11 +2,12 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
-	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // Reconciler makes one device's HTB tree match a desired Tree. It keeps one

@@ -3,11 +3,11 @@ package htb
 import (
 	"context"
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // classState converts a class of t to the model's form.

@@ -2,11 +2,11 @@ package htb
 
 import (
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"strings"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // Result says what one Reconcile changed.

@@ -2,9 +2,9 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // resyncKept reconciles the device to the kept plan when flows and pol

@@ -2,8 +2,9 @@ package htb
 
 import (
 	"context"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"sync"
+
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // growChunk is how many spare classes the pool creates between two

@@ -2,13 +2,13 @@ package htb
 
 import (
 	"fmt"
-	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"net"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/classify"
+	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
 // UnreachableProblems warns about every flow class of t whose flow lacks

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/cilium/ebpf"
+
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
