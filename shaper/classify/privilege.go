@@ -103,12 +103,9 @@ type Readier interface {
 var DeployCaps = BPFCaps
 
 // GrantCaps are what the systemd unit, the compose file and the Helm
-// sidecar grant: DeployCaps and CAP_PERFMON, which the gtpu classifier
-// (stock gtp5g) needs on a kernel like Debian 12's 6.1, whose verifier
-// refuses its SDF rule loop without it (a map value pointer advanced by an
-// offset that differs per iteration: "tried to add from different maps,
-// paths or scalars", its Spectre v1 sanitation). Never CAP_SYS_ADMIN.
-var GrantCaps = []int{unix.CAP_NET_ADMIN, unix.CAP_BPF, unix.CAP_PERFMON}
+// sidecar grant: DeployCaps, for every classifier (the gtpu classifier
+// needs no CAP_PERFMON, even on Debian 12's 6.1). Never CAP_SYS_ADMIN.
+var GrantCaps = DeployCaps
 
 // CapNames returns the capabilities' names as the kernel's headers spell
 // them ("CAP_NET_ADMIN").

@@ -2,6 +2,7 @@ package gtpu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -222,5 +223,79 @@ func TestCompileRules(t *testing.T) {
 	ul, _ := compileRules(rs, shaper.Uplink, nil, func(e classify.Entry) uint32 { return e.Mark })
 	if u := ul[500]; u.N != 2 || u.R[0].UeIsSrc != 1 {
 		t.Fatalf("uplink rules %+v", u)
+	}
+}
+
+// The program reads every rule slot, every port range slot and up to 8
+// extension headers: the last of each must classify as the first does.
+func TestSDFLimits(t *testing.T) {
+	o := loadForTest(t)
+	class := func(k int) uint32 { return 0x00010100 + uint32(k) }
+	var slots []shaper.SDFRule
+	ents := map[shaper.FlowID]classify.Entry{}
+	for k := range shaper.MaxSDFRules {
+		f := shaper.FlowID{SEID: 3, QERID: uint32(k + 1)}
+		ents[f] = classify.Entry{ClassID: class(k)}
+		p := uint16(6000 + k)
+		slots = append(slots, shaper.SDFRule{PDR: uint16(k + 1), Flow: f, Proto: 17, DstPorts: []shaper.PortRange{{Lo: p, Hi: p}}})
+	}
+	fRanges, fDst := shaper.FlowID{SEID: 4, QERID: 1}, shaper.FlowID{SEID: 4, QERID: 2}
+	ents[fRanges], ents[fDst] = classify.Entry{ClassID: classA}, classify.Entry{ClassID: classB}
+	ranges := []shaper.SDFRule{
+		{PDR: 1, Flow: fRanges, Proto: 17,
+			SrcPorts: []shaper.PortRange{{Lo: 1, Hi: 1}, {Lo: 10, Hi: 19}, {Lo: 100, Hi: 199}, {Lo: 1000, Hi: 1999}},
+			DstPorts: []shaper.PortRange{{Lo: 5, Hi: 5}, {Lo: 50, Hi: 59}, {Lo: 500, Hi: 599}, {Lo: 5000, Hi: 5999}}},
+		{PDR: 2, Flow: fDst, Proto: 0xff, DstPorts: []shaper.PortRange{{Lo: 7, Hi: 7}, {Lo: 70, Hi: 79}, {Lo: 700, Hi: 799}}},
+	}
+	sessions := []shaper.SessionRules{
+		{Direction: shaper.Downlink, TEID: 600, SEID: 3, Rules: slots},
+		{Direction: shaper.Downlink, TEID: 601, SEID: 4, Rules: ranges},
+	}
+	want, notes := compileRules(sessions, shaper.Downlink, ents, func(e classify.Entry) uint32 { return e.ClassID })
+	if len(notes) != 0 || len(want) != 2 {
+		t.Fatalf("rules %d, notes %v", len(want), notes)
+	}
+	if _, err := o.dlr.sync(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetDefaultClass(classDefault); err != nil {
+		t.Fatal(err)
+	}
+	type step struct {
+		name string
+		p    pkt
+		prio uint32
+	}
+	var steps []step
+	for k := range shaper.MaxSDFRules {
+		steps = append(steps, step{fmt.Sprintf("rule slot %d", k), gtp(600, 1, innerV4(17, dn, ue1, 4000, uint16(6000+k))), class(k)})
+	}
+	unrelated := extHdr{typ: 0x40, content: []byte{0, 1}}
+	chain := func(n int, inner []byte) pkt {
+		p := pkt{teid: 600, inner: inner}
+		for range n - 1 {
+			p.exts = append(p.exts, unrelated)
+		}
+		p.exts = append(p.exts, pdu(1))
+		return p
+	}
+	steps = append(steps,
+		step{"no rule's port", gtp(600, 1, innerV4(17, dn, ue1, 4000, 7000)), classDefault},
+		step{"8 extension headers: the rules see the inner packet", chain(8, innerV4(17, dn, ue1, 4000, 6015)), class(15)},
+		step{"9 extension headers: past the walk, default", chain(9, innerV4(17, dn, ue1, 4000, 6015)), classDefault},
+		step{"first port ranges", gtp(601, 1, innerV4(17, dn, ue1, 1, 5)), classA},
+		step{"second port ranges", gtp(601, 1, innerV4(17, dn, ue1, 15, 55)), classA},
+		step{"last port ranges, at their ends", gtp(601, 1, innerV4(17, dn, ue1, 1999, 5000)), classA},
+		step{"last port ranges, other ends", gtp(601, 1, innerV4(17, dn, ue1, 1000, 5999)), classA},
+		step{"source port in no range", gtp(601, 1, innerV4(17, dn, ue1, 20, 5500)), classDefault},
+		step{"destination port past the last range", gtp(601, 1, innerV4(17, dn, ue1, 1500, 6000)), classDefault},
+		step{"third of three ranges (TCP, any protocol)", gtp(601, 1, innerV4(6, dn, ue1, 1, 750)), classB},
+		step{"between the ranges", gtp(601, 1, innerV4(6, dn, ue1, 1, 80)), classDefault},
+	)
+	for _, s := range steps {
+		ret, out := run(t, o.DownlinkProgram(), s.p.build(), newCtx(presetMark, presetPrio), 1)
+		if ret != actOK || out.priority() != s.prio {
+			t.Errorf("%s: verdict %#x priority %#x, want OK %#x", s.name, ret, out.priority(), s.prio)
+		}
 	}
 }

@@ -17,6 +17,13 @@
 // E/S/PN is set, extension header chain in 4-octet units with the next type
 // in the last octet) and TS 38.415 (PDU Session Container, type 0x85: QFI
 // is the low 6 bits of its second octet).
+//
+// The programs load with CAP_BPF and CAP_NET_ADMIN alone. Without
+// CAP_PERFMON the verifier refuses pointer arithmetic whose offset is a
+// register or differs between paths, refuses a pointer that steps past a
+// map value's end even on a path only a mispredicted branch takes, and
+// follows those mispredicted paths too: so the extension header walk and
+// the SDF rules are written out step by step rather than looped over.
 
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -35,6 +42,7 @@
 // The gtp5g patch's QoS mark field (gtp5g-patch/ABI.md, shaper.MarkMask):
 // bits 24-31 of skb->mark are not ours (bit 31: framed route).
 #define MARK_MASK 0x00FFFFFF
+#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
 // Link-layer header length in front of the IPv4 header: 14 on Ethernet,
 // 0 on an L3 device. Rewritten by the loader before the program loads.
@@ -198,6 +206,37 @@ struct pkt {
 	__u32 inner;     // offset of the T-PDU (0: unknown)
 };
 
+// ext_hdr reads the extension header of type *next at *off: the QFI of
+// the first PDU Session Container, and the next type from its last octet.
+// It returns 1 where the walk ends: at the chain's end (pk->inner set), or
+// at a header that cannot be read.
+static __always_inline int ext_hdr(struct __sk_buff *skb, struct flow_key *key, struct pkt *pk,
+				   __u32 *off, __u8 *next, int *r)
+{
+	__u8 ext[3];
+
+	if (*next == 0) {
+		pk->inner = *off;
+		return 1;
+	}
+	if (bpf_skb_load_bytes(skb, *off, ext, 1) < 0)
+		return 1;
+	__u32 len = (__u32)ext[0] * 4;
+	if (len == 0)
+		return 1;
+	if (*next == EXT_PDU_SESSION && *r == PARSE_GTP) {
+		if (bpf_skb_load_bytes(skb, *off, ext, 3) < 0)
+			return 1;
+		key->qfi = ext[2] & 0x3f;
+		*r = PARSE_GTP_QFI;
+	}
+	// Next extension type is the last octet of this header.
+	if (bpf_skb_load_bytes(skb, *off + len - 1, next, 1) < 0)
+		return 1;
+	*off += len;
+	return 0;
+}
+
 // parse reads TEID and QFI of an IPv4/UDP/GTP-U packet.
 static __always_inline int parse(struct __sk_buff *skb, struct flow_key *key, struct pkt *pk)
 {
@@ -258,30 +297,16 @@ static __always_inline int parse(struct __sk_buff *skb, struct flow_key *key, st
 	off += 12;
 	int r = PARSE_GTP;
 
-	// Walk the whole chain: the T-PDU starts after its last header.
-	for (int i = 0; i < MAX_EXT_HDRS; i++) {
-		__u8 ext[3];
-
-		if (next == 0) {
-			pk->inner = off;
-			return r;
-		}
-		if (bpf_skb_load_bytes(skb, off, ext, 1) < 0)
-			return r;
-		__u32 len = (__u32)ext[0] * 4;
-		if (len == 0)
-			return r;
-		if (next == EXT_PDU_SESSION && r == PARSE_GTP) {
-			if (bpf_skb_load_bytes(skb, off, ext, 3) < 0)
-				return r;
-			key->qfi = ext[2] & 0x3f;
-			r = PARSE_GTP_QFI;
-		}
-		// Next extension type is the last octet of this header.
-		if (bpf_skb_load_bytes(skb, off + len - 1, &next, 1) < 0)
-			return r;
-		off += len;
-	}
+	// Walk the whole chain: the T-PDU starts after its last header. The
+	// MAX_EXT_HDRS steps are written out: a loader without CAP_PERFMON has
+	// the verifier follow each branch's speculated way too, and on a loop
+	// that goes on past its bound, counting down without end.
+	_Static_assert(MAX_EXT_HDRS == 8, "one EXT_HDR per header");
+#define EXT_HDR ext_hdr(skb, key, pk, &off, &next, &r)
+	if (EXT_HDR || EXT_HDR || EXT_HDR || EXT_HDR ||
+	    EXT_HDR || EXT_HDR || EXT_HDR || EXT_HDR)
+		return r;
+#undef EXT_HDR
 	if (next == 0)
 		pk->inner = off;
 	return r;
@@ -297,17 +322,58 @@ static __always_inline __u32 *lookup(void *map, struct flow_key *key)
 	return bpf_map_lookup_elem(map, &any);
 }
 
+// ports_match tells whether port lies in one of the first n ranges at pr
+// (n == 0: any port). The ranges are compared one by one at constant offsets.
 static __always_inline int ports_match(const struct port_range *pr, __u8 n, __u16 port)
 {
+	_Static_assert(MAX_PORT_RANGES == 4, "one comparison per range");
 	if (n == 0)
 		return 1;
-	for (int i = 0; i < MAX_PORT_RANGES; i++) {
-		if (i >= n)
-			break;
-		if (pr[i].lo <= port && port <= pr[i].hi)
-			return 1;
+	return (pr[0].lo <= port && port <= pr[0].hi) ||
+	       (n > 1 && pr[1].lo <= port && port <= pr[1].hi) ||
+	       (n > 2 && pr[2].lo <= port && port <= pr[2].hi) ||
+	       (n > 3 && pr[3].lo <= port && port <= pr[3].hi);
+}
+
+// sdf_pkt is what the rules look at in the inner IPv4 packet.
+struct sdf_pkt {
+	__u32 saddr;
+	__u32 daddr;
+	__u16 sport;
+	__u16 dport;
+	__u8 proto;
+	__u8 have_ports;
+	__u8 pad[2];
+};
+
+// sdf_rule_match tells whether rule r matches the inner packet p. It is a
+// global function: the verifier checks it once, not at each of its calls.
+__noinline int sdf_rule_match(const struct sdf_rule *r, const struct sdf_pkt *p)
+{
+	if (!r || !p)
+		return 0;
+	// Both addresses are loaded, then one chosen: a load from an address
+	// chosen per path is pointer arithmetic the verifier refuses.
+	__u32 saddr = READ_ONCE(p->saddr);
+	__u32 daddr = READ_ONCE(p->daddr);
+
+	if (r->ue && r->ue != (r->ue_is_src ? saddr : daddr))
+		return 0;
+	if (r->proto != 0xff && r->proto != p->proto)
+		return 0;
+	if ((saddr ^ r->src) & r->smask)
+		return 0;
+	if ((daddr ^ r->dst) & r->dmask)
+		return 0;
+	if (r->nsport + r->ndport > 0) {
+		if (!p->have_ports)
+			return 0;
+		if (!ports_match(r->sport, r->nsport, p->sport))
+			return 0;
+		if (!ports_match(r->dport, r->ndport, p->dport))
+			return 0;
 	}
-	return 0;
+	return 1;
 }
 
 // match_sdf runs the inner IPv4 packet at pk->inner against the rules of
@@ -317,8 +383,7 @@ static __always_inline int match_sdf(struct __sk_buff *skb, struct pkt *pk, stru
 {
 	__u8 ip[20];
 	__u8 pb[4];
-	__u32 saddr, daddr;
-	int have_ports;
+	struct sdf_pkt p = {};
 
 	if (pk->inner == 0)
 		return 0;
@@ -326,37 +391,39 @@ static __always_inline int match_sdf(struct __sk_buff *skb, struct pkt *pk, stru
 		return 0;
 	if ((ip[0] >> 4) != 4)
 		return 0;
-	__builtin_memcpy(&saddr, ip + 12, 4);
-	__builtin_memcpy(&daddr, ip + 16, 4);
+	__builtin_memcpy(&p.saddr, ip + 12, 4);
+	__builtin_memcpy(&p.daddr, ip + 16, 4);
+	p.proto = ip[9];
 	// gtp5g reads the ports right after a 20-octet header, whatever IHL says.
-	have_ports = bpf_skb_load_bytes(skb, pk->inner + 20, pb, 4) == 0;
-	__u16 sport = (__u16)pb[0] << 8 | pb[1];
-	__u16 dport = (__u16)pb[2] << 8 | pb[3];
-
-	for (int i = 0; i < MAX_SDF_RULES; i++) {
-		if (i >= rs->n)
-			break;
-		struct sdf_rule *r = &rs->r[i];
-
-		if (r->ue && r->ue != (r->ue_is_src ? saddr : daddr))
-			continue;
-		if (r->proto != 0xff && r->proto != ip[9])
-			continue;
-		if ((saddr ^ r->src) & r->smask)
-			continue;
-		if ((daddr ^ r->dst) & r->dmask)
-			continue;
-		if (r->nsport + r->ndport > 0) {
-			if (!have_ports)
-				continue;
-			if (!ports_match(r->sport, r->nsport, sport))
-				continue;
-			if (!ports_match(r->dport, r->ndport, dport))
-				continue;
-		}
-		*value = r->value;
-		return 1;
+	if (bpf_skb_load_bytes(skb, pk->inner + 20, pb, 4) == 0) {
+		p.have_ports = 1;
+		p.sport = (__u16)pb[0] << 8 | pb[1];
+		p.dport = (__u16)pb[2] << 8 | pb[3];
 	}
+
+	// The rules are checked one by one at constant offsets into the map
+	// value: a loop would step a pointer into it by a register, or past
+	// its end on a mispredicted path, both refused without CAP_PERFMON.
+	// barrier_var keeps clang from merging the sixteen loads of r->value
+	// into one from an offset chosen per path.
+	_Static_assert(MAX_SDF_RULES == 16, "one SDF_RULE per rule");
+	__u32 n = rs->n;
+	struct sdf_rule *r;
+
+#define SDF_RULE(k)                                   \
+	if (n <= k)                                   \
+		return 0;                             \
+	r = &rs->r[k];                                \
+	barrier_var(r);                               \
+	if (sdf_rule_match(r, &p)) {                  \
+		*value = r->value;                    \
+		return 1;                             \
+	}
+	SDF_RULE(0) SDF_RULE(1) SDF_RULE(2) SDF_RULE(3)
+	SDF_RULE(4) SDF_RULE(5) SDF_RULE(6) SDF_RULE(7)
+	SDF_RULE(8) SDF_RULE(9) SDF_RULE(10) SDF_RULE(11)
+	SDF_RULE(12) SDF_RULE(13) SDF_RULE(14) SDF_RULE(15)
+#undef SDF_RULE
 	return 0;
 }
 
