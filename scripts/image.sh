@@ -48,13 +48,13 @@ tag=${1:?usage: scripts/image.sh TAG | --context DIR}
 
 if command -v podman >/dev/null 2>&1; then
   builder=(podman build)
-  size=(podman image inspect --format '{{.Size}}' "$tag")
+  size=(podman images --noheading --format '{{.Size}}' "$tag")
 elif command -v buildah >/dev/null 2>&1; then
   builder=(buildah bud)
   size=(buildah images --noheading --format '{{.Size}}' "$tag")
 elif command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   builder=(docker build)
-  size=(docker image inspect --format '{{.Size}}' "$tag")
+  size=(docker images --format '{{.Size}}' "$tag")
 else
   echo "make image: skipped: no podman or buildah, and no docker engine answering (docker info failed)"
   exit 0
