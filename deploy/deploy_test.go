@@ -77,8 +77,8 @@ func TestComposeOverride(t *testing.T) {
 	if !s.ReadOnly {
 		t.Error("read_only is not true")
 	}
-	if s.User != "65534:65534" {
-		t.Errorf("user %q, want 65534:65534", s.User)
+	if s.User != "0:0" {
+		t.Errorf("user %q, want 0:0 (runtimes grant cap_add to uid 0 only)", s.User)
 	}
 	lock := watch.DefaultConfig().LockDir
 	if len(s.Tmpfs) != 1 || !strings.HasPrefix(s.Tmpfs[0], lock+":") {
@@ -101,7 +101,8 @@ func TestHelmSidecarPatch(t *testing.T) {
 	type container struct {
 		Name            string
 		SecurityContext struct {
-			RunAsNonRoot             bool  `yaml:"runAsNonRoot"`
+			RunAsNonRoot             *bool `yaml:"runAsNonRoot"`
+			RunAsUser                *int  `yaml:"runAsUser"`
 			AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
 			ReadOnlyRootFilesystem   bool  `yaml:"readOnlyRootFilesystem"`
 			Capabilities             struct{ Add, Drop []string }
@@ -138,8 +139,13 @@ func TestHelmSidecarPatch(t *testing.T) {
 	if !slices.Equal(sc.Capabilities.Add, docCaps()) || !slices.Equal(sc.Capabilities.Drop, []string{"ALL"}) {
 		t.Errorf("capabilities add %v drop %v, want add %v drop [ALL]", sc.Capabilities.Add, sc.Capabilities.Drop, docCaps())
 	}
-	if !sc.RunAsNonRoot || !sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-		t.Errorf("securityContext %+v: want runAsNonRoot, readOnlyRootFilesystem, allowPrivilegeEscalation false", sc)
+	// The runtime grants capabilities.add to uid 0 only (no ambient
+	// capabilities), so the sidecar is uid 0 with every other one dropped.
+	if sc.RunAsUser == nil || *sc.RunAsUser != 0 || (sc.RunAsNonRoot != nil && *sc.RunAsNonRoot) {
+		t.Errorf("securityContext runAsUser %v runAsNonRoot %v: want uid 0 (capabilities.add reach uid 0 only)", sc.RunAsUser, sc.RunAsNonRoot)
+	}
+	if !sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("securityContext %+v: want readOnlyRootFilesystem, allowPrivilegeEscalation false", sc)
 	}
 	cmd := c.ReadinessProbe.Exec.Command
 	if len(cmd) == 0 || cmd[len(cmd)-1] != probeURL() {
@@ -196,7 +202,7 @@ func TestContainerfileEntrypoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{"FROM scratch", "COPY gtpqos /gtpqos", "COPY busybox /busybox", `ENTRYPOINT ["/gtpqos", "watch", "--config", "/etc/gtpqos/watch.yaml"]`, "USER 65534:65534"} {
+	for _, want := range []string{"FROM scratch", "COPY gtpqos /gtpqos", "COPY busybox /busybox", `ENTRYPOINT ["/gtpqos", "watch", "--config", "/etc/gtpqos/watch.yaml"]`, "USER 0:0"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("Containerfile lacks %q", want)
 		}
@@ -379,8 +385,8 @@ func TestComposeMerge(t *testing.T) {
 	if !slices.Equal(caps, want) || !slices.Equal(s.CapDrop, []string{"ALL"}) {
 		t.Errorf("cap_add %v cap_drop %v, want add %v drop [ALL]", s.CapAdd, s.CapDrop, docCaps())
 	}
-	if !s.ReadOnly || s.User != "65534:65534" {
-		t.Errorf("read_only %v user %q, want true and 65534:65534", s.ReadOnly, s.User)
+	if !s.ReadOnly || s.User != "0:0" {
+		t.Errorf("read_only %v user %q, want true and 0:0", s.ReadOnly, s.User)
 	}
 	var tmpfs []string
 	switch v := s.Tmpfs.(type) {
