@@ -57,11 +57,8 @@ generate: ## Rebuild the BPF objects (shaper/classify, shaper/classify/gtpu, sha
 
 IMAGE   ?= gtpqos:latest
 
-image: ## Build the container image (deploy/Containerfile) with podman, buildah or docker, where one can build
-	@if command -v podman >/dev/null 2>&1; then podman build -f deploy/Containerfile -t $(IMAGE) .; \
-	elif command -v buildah >/dev/null 2>&1; then buildah bud -f deploy/Containerfile -t $(IMAGE) .; \
-	elif command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then docker build -f deploy/Containerfile -t $(IMAGE) .; \
-	else echo "make image: skipped: no podman or buildah, and no docker engine answering (docker info failed)"; fi
+image: ## Build the container image (deploy/Containerfile: static gtpqos and busybox on scratch, no registry) with podman, buildah or docker, where one can build
+	@GO=$(GO) ./scripts/image.sh $(IMAGE)
 
 clean: ## Remove build output
 	rm -rf bin

@@ -1,6 +1,7 @@
-// Package privilege runs gtpqos as an unprivileged user (uid 65534) with
-// exactly the documented capabilities, as a free5gc-compose or Helm
-// sidecar runs it, and with one capability fewer.
+// Package privilege runs gtpqos with exactly the documented capabilities,
+// and with one capability fewer: as uid 65534 holding them ambient (the
+// systemd unit) and as uid 0 holding nothing else (a free5gc-compose or
+// Helm sidecar).
 package privilege
 
 import (
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,6 +37,8 @@ type env struct {
 	ns             *testenv.NetNS
 	bin, dir, pins string
 	locks, flows   string
+	// uid runs the commands (as); "" is 65534.
+	uid string
 }
 
 func newEnv(t *testing.T) *env {
@@ -82,14 +86,29 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// capFlags are setpriv's flags for exactly caps (names like "net_admin").
-func capFlags(caps []string) []string {
+// identities are the two ways gtpqos runs with exactly its capabilities:
+// the systemd unit's (its own uid, the capabilities ambient) and a
+// container's (uid 0 with every other capability dropped: runtimes give
+// cap_add to uid 0 only and set no ambient capabilities).
+var identities = []struct{ name, uid string }{
+	{"uid65534-ambient", nobody},
+	{"uid0-bounding", "0"},
+}
+
+// capFlags are setpriv's flags for exactly caps (names like "net_admin")
+// as uid: ambient capabilities for a uid other than 0; for uid 0 the
+// bounding set alone, which its exec turns into the permitted and
+// effective sets, as a container's start does.
+func capFlags(uid string, caps []string) []string {
 	set := "-all"
 	for _, c := range caps {
 		set += ",+" + c
 	}
-	return []string{"--reuid", nobody, "--regid", nobody, "--clear-groups",
-		"--inh-caps=" + set, "--ambient-caps=" + set, "--bounding-set=" + set}
+	flags := []string{"--reuid", uid, "--regid", uid, "--clear-groups"}
+	if uid == "0" {
+		return append(flags, "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set="+set)
+	}
+	return append(flags, "--inh-caps="+set, "--ambient-caps="+set, "--bounding-set="+set)
 }
 
 // documented is classify.DeployCaps in setpriv's spelling.
@@ -101,9 +120,23 @@ func documented() []string {
 	return out
 }
 
-// as runs gtpqos in the namespace as uid 65534 with caps.
+// runAs makes uid run the commands, owning the lock directory as a
+// container's tmpfs or the unit's RuntimeDirectory is owned.
+func (e *env) runAs(uid string) {
+	e.uid = uid
+	n, _ := strconv.Atoi(uid)
+	if err := os.Chown(e.locks, n, n); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// as runs gtpqos in the namespace as e.uid (65534 unless set) with caps.
 func (e *env) as(caps []string, args ...string) (string, int) {
-	full := append([]string{"netns", "exec", e.ns.Name, "setpriv"}, capFlags(caps)...)
+	uid := e.uid
+	if uid == "" {
+		uid = nobody
+	}
+	full := append([]string{"netns", "exec", e.ns.Name, "setpriv"}, capFlags(uid, caps)...)
 	full = append(full, e.bin)
 	full = append(full, args...)
 	cmd := exec.Command("ip", full...)
@@ -135,11 +168,20 @@ func (e *env) pinned() []string {
 	return out
 }
 
-// TestDocumentedCapabilities runs every command as uid 65534 with the
-// documented capabilities: a second apply and reset adopt the classifier
-// through its pins (no CAP_SYS_ADMIN), and reset removes them.
+// TestDocumentedCapabilities runs every command with the documented
+// capabilities, as each of identities: a second apply and reset adopt the
+// classifier through its pins (no CAP_SYS_ADMIN), and reset removes them.
 func TestDocumentedCapabilities(t *testing.T) {
-	e := newEnv(t)
+	for _, id := range identities {
+		t.Run(id.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.runAs(id.uid)
+			documentedCapabilities(t, e)
+		})
+	}
+}
+
+func documentedCapabilities(t *testing.T, e *env) {
 	caps := documented()
 	apply := []string{"apply", "-f", e.flows, "--dev", dev, "--lock-dir", e.locks}
 	if out, rc := e.as(caps, apply...); rc != 0 {
@@ -180,10 +222,19 @@ func TestDocumentedCapabilities(t *testing.T) {
 	}
 }
 
-// TestOneCapabilityFewer drops each documented capability in turn: apply
-// fails with one line naming it, before any write.
+// TestOneCapabilityFewer drops each documented capability in turn, as each
+// of identities: apply fails with one line naming it, before any write.
 func TestOneCapabilityFewer(t *testing.T) {
-	e := newEnv(t)
+	for _, id := range identities {
+		t.Run(id.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.runAs(id.uid)
+			oneCapabilityFewer(t, e)
+		})
+	}
+}
+
+func oneCapabilityFewer(t *testing.T, e *env) {
 	all := documented()
 	for i, missing := range all {
 		caps := append(append([]string{}, all[:i]...), all[i+1:]...)
