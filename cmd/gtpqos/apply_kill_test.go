@@ -2,8 +2,8 @@ package main
 
 import (
 	"math/rand/v2"
+	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -14,8 +14,14 @@ import (
 )
 
 // killRuns is how many fresh builds TestIntegrationApplyKilledDuringBuild
-// kills.
-const killRuns = 30
+// kills: 30, or 10 under -short (half of them near the instant the root
+// appears, as in the full run).
+func killRuns() int {
+	if testing.Short() {
+		return 10
+	}
+	return 30
+}
 
 // progID hides what changes from one build to the next in `tc filter
 // show` (a BPF program's id and tag).
@@ -23,29 +29,35 @@ var progID = regexp.MustCompile(`\b(id|tag) [0-9a-f]+`)
 
 // TestIntegrationApplyKilledDuringBuild kills the built `gtpqos apply`
 // with SIGKILL at random instants of a fresh build of the seed's tree,
-// killRuns times. After every kill the device either has no gtpqos root,
+// killRuns() times. After every kill the device either has no gtpqos root,
 // or a root with its link and default classes (the first step of a build
 // is one netlink batch: root, link class, default class), never a root
 // whose default class is missing (its packets would leave unshaped
 // through HTB's direct queue); and a rerun converges to the tree of a
 // clean run.
 func TestIntegrationApplyKilledDuringBuild(t *testing.T) {
-	testenv.RequireCmd(t, "ip", "tc", "go")
+	testenv.RequireCmd(t, "ip", "tc")
 	ns := testenv.NewNetNS(t)
 	ns.AddVethPair(t, "gqk0", "gqk1")
-	bin := filepath.Join(t.TempDir(), "gtpqos")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	// The test binary runs as gtpqos (see TestMain).
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gtpqos := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name, bin}, args...)...)
+		cmd.Env = append(os.Environ(), asCLIEnv+"=1")
+		return cmd
 	}
 	apply := func() *exec.Cmd {
-		return exec.Command("ip", "netns", "exec", ns.Name, bin, "apply", "-f", examples+"seed-aware.yaml", "--dev", "gqk0")
+		return gtpqos("apply", "-f", examples+"seed-aware.yaml", "--dev", "gqk0")
 	}
 	state := func() string {
 		return progID.ReplaceAllString(directPkts.ReplaceAllString(ns.Run(t, "tc", "qdisc", "show", "dev", "gqk0")+
 			ns.Run(t, "tc", "class", "show", "dev", "gqk0")+ns.Run(t, "tc", "filter", "show", "dev", "gqk0"), ""), "$1 N")
 	}
 	reset := func() {
-		if out, err := exec.Command("ip", "netns", "exec", ns.Name, bin, "reset", "--dev", "gqk0").CombinedOutput(); err != nil {
+		if out, err := gtpqos("reset", "--dev", "gqk0").CombinedOutput(); err != nil {
 			t.Fatalf("reset: %v\n%s", err, out)
 		}
 	}
@@ -68,8 +80,9 @@ func TestIntegrationApplyKilledDuringBuild(t *testing.T) {
 	// where a build that is not atomic would show a root without its
 	// default class; the others anywhere in the build.
 	lo, hi := time.Duration(0), took
+	runs := killRuns()
 	var withRoot, complete int
-	for i := 0; i < killRuns; i++ {
+	for i := 0; i < runs; i++ {
 		cmd := apply()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -105,5 +118,5 @@ func TestIntegrationApplyKilledDuringBuild(t *testing.T) {
 		reset()
 	}
 	t.Logf("%d kills within %v (a clean apply's time): %d left a root, %d came after apply had finished; the root appeared between %v and %v",
-		killRuns, took, withRoot, complete, lo, hi)
+		runs, took, withRoot, complete, lo, hi)
 }

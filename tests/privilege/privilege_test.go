@@ -5,12 +5,14 @@
 package privilege
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper/classify"
@@ -31,6 +33,49 @@ flows:
   - {name: B, seid: 1, qer: 2, qfi: 3, direction: downlink, gbr: 5mbit, mbr: 6mbit, mark: 3}
   - {name: C, seid: 1, qer: 3, qfi: 4, direction: downlink, gbr: 0, mbr: 30mbit, mark: 4}
 `
+
+// The gtpqos binary every test runs, built once for the package (in a
+// directory uid 65534 can read) and removed after the last test.
+var (
+	buildOnce sync.Once
+	binDir    string
+	binPath   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	rc := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(rc)
+}
+
+// gtpqosBinary builds cmd/gtpqos on its first call and returns its path.
+func gtpqosBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "gtpqos-privilege-bin-"); buildErr != nil {
+			return
+		}
+		_ = os.Chmod(binDir, 0o755)
+		_, file, _, _ := runtime.Caller(0)
+		bin := filepath.Join(binDir, "gtpqos")
+		// No symbol table or DWARF: half the link's time, and the
+		// tests never read them.
+		build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./cmd/gtpqos")
+		build.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build gtpqos: %v\n%s", err, out)
+			return
+		}
+		binPath = bin
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
 
 type env struct {
 	t              *testing.T
@@ -55,13 +100,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { os.RemoveAll(e.dir) })
 	_ = os.Chmod(e.dir, 0o755)
-	_, file, _, _ := runtime.Caller(0)
-	e.bin = filepath.Join(e.dir, "gtpqos")
-	build := exec.Command("go", "build", "-o", e.bin, "./cmd/gtpqos")
-	build.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build gtpqos: %v\n%s", err, out)
-	}
+	e.bin = gtpqosBinary(t)
 	// A bpffs of the test's own, as a container gets one bind-mounted.
 	mnt := filepath.Join(e.dir, "bpffs")
 	if err := os.Mkdir(mnt, 0o755); err != nil {

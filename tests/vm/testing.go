@@ -209,9 +209,11 @@ func RequireKO(tb testing.TB) string {
 // BuildBinary compiles a main package (a path relative to the repo root,
 // such as "./cmd/gtpqos", or an import path in the module's build list)
 // with 'go build' and returns the host path; hand it to the guest with
-// Config.Files.
+// Config.Files. It skips as Require does first, so that a VM test that
+// will not boot builds nothing.
 func BuildBinary(tb testing.TB, pkg string) string {
 	tb.Helper()
+	Require(tb)
 	root := RepoRoot(tb)
 	out := filepath.Join(tb.TempDir(), filepath.Base(strings.TrimRight(pkg, "/")))
 	cmd := exec.Command("go", "build", "-o", out, pkg)
