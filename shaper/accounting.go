@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/free5gc/gtpqos/internal/enum"
 )
 
 // Accounting says which bytes a class's rate counts.
@@ -27,27 +29,16 @@ const (
 	AccountFrame
 )
 
+var accountings = enum.Table[Accounting]{What: "accounting", Empty: "packet", Names: []enum.Name[Accounting]{
+	{Value: AccountPacket, Name: "packet"},
+	{Value: AccountFrame, Name: "frame"},
+}}
+
 // String returns "packet" or "frame".
-func (a Accounting) String() string {
-	switch a {
-	case AccountPacket:
-		return "packet"
-	case AccountFrame:
-		return "frame"
-	}
-	return fmt.Sprintf("accounting(%d)", uint8(a))
-}
+func (a Accounting) String() string { return accountings.String(a) }
 
 // ParseAccounting parses "packet" or "frame" ("" is packet).
-func ParseAccounting(s string) (Accounting, error) {
-	switch s {
-	case "", "packet":
-		return AccountPacket, nil
-	case "frame":
-		return AccountFrame, nil
-	}
-	return 0, fmt.Errorf("unknown accounting %q (want packet or frame)", s)
-}
+func ParseAccounting(s string) (Accounting, error) { return accountings.Parse(s) }
 
 // Overhead is what the policy says about the bytes a frame at the qdisc
 // carries besides the user's packet: derived by the backend from the device

@@ -2,7 +2,8 @@ package shaper
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/free5gc/gtpqos/internal/enum"
 )
 
 // Direction says which way a QoS flow's packets travel, and so which
@@ -18,17 +19,13 @@ const (
 	Uplink
 )
 
+var directions = enum.Table[Direction]{What: "direction", Fold: true, Names: []enum.Name[Direction]{
+	{Value: Downlink, Name: "downlink", Aliases: []string{"dl"}},
+	{Value: Uplink, Name: "uplink", Aliases: []string{"ul"}},
+}}
+
 // String returns "downlink" or "uplink".
-func (d Direction) String() string {
-	switch d {
-	case Downlink:
-		return "downlink"
-	case Uplink:
-		return "uplink"
-	default:
-		return fmt.Sprintf("direction(%d)", uint8(d))
-	}
-}
+func (d Direction) String() string { return directions.String(d) }
 
 // FlowID names one QoS flow on a UPF: the PFCP session (SEID) and the id of
 // the QER that carries the flow's GBR/MBR. gtp5g keys QERs by (SEID, id), so
@@ -81,15 +78,7 @@ func (f Flow) Label() string {
 }
 
 // ParseDirection parses "downlink"/"dl" or "uplink"/"ul", in any case.
-func ParseDirection(s string) (Direction, error) {
-	switch strings.ToLower(s) {
-	case "downlink", "dl":
-		return Downlink, nil
-	case "uplink", "ul":
-		return Uplink, nil
-	}
-	return 0, fmt.Errorf("unknown direction %q (want downlink or uplink)", s)
-}
+func ParseDirection(s string) (Direction, error) { return directions.Parse(s) }
 
 // FilterDirection returns the flows going direction d (one device's tree
 // holds one direction: downlink on N3, uplink on N6).

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
 	"syscall"
 	"unicode"
 	"unicode/utf8"
@@ -436,12 +435,12 @@ func (fy flowYAML) flow() (Flow, error) {
 		}
 		f.QFI = uint8(v)
 	}
-	switch strings.ToLower(fy.Direction) {
-	case "", "downlink", "dl":
-	case "uplink", "ul":
-		f.Direction = Uplink
-	default:
-		return f, fmt.Errorf("direction: unknown direction %q (want downlink or uplink)", fy.Direction)
+	if fy.Direction != "" {
+		d, err := ParseDirection(fy.Direction)
+		if err != nil {
+			return f, fmt.Errorf("direction: %w", err)
+		}
+		f.Direction = d
 	}
 	for _, r := range []struct {
 		field string

@@ -1,8 +1,9 @@
 package shaper
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/free5gc/gtpqos/internal/enum"
 )
 
 // Mode selects how flow classes get their rates.
@@ -19,27 +20,16 @@ const (
 	Static
 )
 
-// String returns "aware" or "static".
-func (m Mode) String() string {
-	switch m {
-	case Aware:
-		return "aware"
-	case Static:
-		return "static"
-	}
-	return fmt.Sprintf("mode(%d)", uint8(m))
-}
+var modes = enum.Table[Mode]{What: "mode", Empty: "aware", Names: []enum.Name[Mode]{
+	{Value: Aware, Name: "aware"},
+	{Value: Static, Name: "static"},
+}}
 
-// ParseMode parses "aware" or "static".
-func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "aware", "":
-		return Aware, nil
-	case "static":
-		return Static, nil
-	}
-	return 0, fmt.Errorf("unknown mode %q (want aware or static)", s)
-}
+// String returns "aware" or "static".
+func (m Mode) String() string { return modes.String(m) }
+
+// ParseMode parses "aware" or "static" ("" is aware).
+func ParseMode(s string) (Mode, error) { return modes.Parse(s) }
 
 // Admission says what Plan does with a GBR flow whose guarantee does not fit
 // in the link (sum of GBRs above the link rate, or GBR above the link).
@@ -57,27 +47,16 @@ const (
 	Clamp
 )
 
-// String returns "refuse" or "clamp".
-func (a Admission) String() string {
-	switch a {
-	case Refuse:
-		return "refuse"
-	case Clamp:
-		return "clamp"
-	}
-	return fmt.Sprintf("admission(%d)", uint8(a))
-}
+var admissions = enum.Table[Admission]{What: "admission", Empty: "refuse", Names: []enum.Name[Admission]{
+	{Value: Refuse, Name: "refuse"},
+	{Value: Clamp, Name: "clamp"},
+}}
 
-// ParseAdmission parses "refuse" or "clamp".
-func ParseAdmission(s string) (Admission, error) {
-	switch s {
-	case "refuse", "":
-		return Refuse, nil
-	case "clamp":
-		return Clamp, nil
-	}
-	return 0, fmt.Errorf("unknown admission %q (want refuse or clamp)", s)
-}
+// String returns "refuse" or "clamp".
+func (a Admission) String() string { return admissions.String(a) }
+
+// ParseAdmission parses "refuse" or "clamp" ("" is refuse).
+func ParseAdmission(s string) (Admission, error) { return admissions.Parse(s) }
 
 // Policy holds everything besides the flows that shapes the plan: the
 // contract-level settings every backend honours, and each backend's own

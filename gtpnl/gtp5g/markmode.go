@@ -1,6 +1,6 @@
 package gtp5g
 
-import "fmt"
+import "github.com/free5gc/gtpqos/internal/enum"
 
 // MarkMode is the gtp5g-patch series' flow-mark mode: what gtp5g writes
 // into the mark field of skb->mark.
@@ -21,37 +21,21 @@ const (
 	MarkPDR MarkMode = 3
 )
 
+// markModes names the modes as /proc/gtp5g/qos_mark reads them; the
+// numbers the knob also takes parse too.
+var markModes = enum.Table[MarkMode]{What: "mark mode", Names: []enum.Name[MarkMode]{
+	{Value: MarkOff, Name: "off", Aliases: []string{"0"}},
+	{Value: MarkQFI, Name: "qfi", Aliases: []string{"1"}},
+	{Value: MarkFlow, Name: "flow", Aliases: []string{"2"}},
+	{Value: MarkPDR, Name: "pdr", Aliases: []string{"3"}},
+}}
+
 // String returns "off", "qfi", "flow" or "pdr".
-func (m MarkMode) String() string {
-	switch m {
-	case MarkOff:
-		return "off"
-	case MarkQFI:
-		return "qfi"
-	case MarkFlow:
-		return "flow"
-	case MarkPDR:
-		return "pdr"
-	default:
-		return fmt.Sprintf("mark-mode(%d)", uint8(m))
-	}
-}
+func (m MarkMode) String() string { return markModes.String(m) }
 
 // ParseMarkMode parses "off", "qfi", "flow" or "pdr" (as
 // /proc/gtp5g/qos_mark reads) or "0" to "3".
-func ParseMarkMode(s string) (MarkMode, error) {
-	switch s {
-	case "off", "0":
-		return MarkOff, nil
-	case "qfi", "1":
-		return MarkQFI, nil
-	case "flow", "2":
-		return MarkFlow, nil
-	case "pdr", "3":
-		return MarkPDR, nil
-	}
-	return 0, fmt.Errorf("mark mode %q: want off, qfi, flow or pdr", s)
-}
+func ParseMarkMode(s string) (MarkMode, error) { return markModes.Parse(s) }
 
 // MarkLayout is where the QoS value sits in skb->mark:
 // mark = (mark &^ Mask) | ((value << Shift) & Mask). Bit 31 (gtp5g's

@@ -1,6 +1,6 @@
 package spec
 
-import "fmt"
+import "github.com/free5gc/gtpqos/internal/enum"
 
 // Kind names a classifier. No other kind than those below is valid.
 type Kind string
@@ -19,23 +19,16 @@ const (
 	KindGTPU Kind = "gtpu"
 )
 
+var kinds = enum.Table[Kind]{What: "classifier", Empty: "auto", Names: []enum.Name[Kind]{
+	{Value: KindAuto, Name: "auto"},
+	{Value: KindFw, Name: "fw"},
+	{Value: KindBPF, Name: "bpf"},
+	{Value: KindGTPU, Name: "gtpu"},
+}}
+
 // Known reports whether k is a classifier kind gtpqos has (auto, fw, bpf or
 // gtpu). The empty kind counts as auto.
-func (k Kind) Known() bool {
-	switch k {
-	case "", KindAuto, KindFw, KindBPF, KindGTPU:
-		return true
-	}
-	return false
-}
+func (k Kind) Known() bool { return k == "" || kinds.Known(k) }
 
 // ParseKind parses "auto", "fw", "bpf" or "gtpu" ("" is auto).
-func ParseKind(s string) (Kind, error) {
-	if s == "" {
-		return KindAuto, nil
-	}
-	if k := Kind(s); k.Known() {
-		return k, nil
-	}
-	return "", fmt.Errorf("unknown classifier %q (want auto, fw, bpf or gtpu)", s)
-}
+func ParseKind(s string) (Kind, error) { return kinds.Parse(s) }

@@ -1,6 +1,6 @@
 package plan
 
-import "fmt"
+import "github.com/free5gc/gtpqos/internal/enum"
 
 // LeafKind names the qdisc under each leaf class.
 type LeafKind string
@@ -16,13 +16,11 @@ const (
 	LeafFIFO LeafKind = "fifo"
 )
 
-// ParseLeafKind parses "auto", "fq_codel" or "fifo".
-func ParseLeafKind(s string) (LeafKind, error) {
-	switch LeafKind(s) {
-	case "", LeafAuto:
-		return LeafAuto, nil
-	case LeafFQCodel, LeafFIFO:
-		return LeafKind(s), nil
-	}
-	return "", fmt.Errorf("unknown leaf qdisc %q (want auto, fq_codel or fifo)", s)
-}
+var leafKinds = enum.Table[LeafKind]{What: "leaf qdisc", Empty: "auto", Names: []enum.Name[LeafKind]{
+	{Value: LeafAuto, Name: "auto"},
+	{Value: LeafFQCodel, Name: "fq_codel"},
+	{Value: LeafFIFO, Name: "fifo"},
+}}
+
+// ParseLeafKind parses "auto", "fq_codel" or "fifo" ("" is auto).
+func ParseLeafKind(s string) (LeafKind, error) { return leafKinds.Parse(s) }
