@@ -210,12 +210,15 @@ func (e *env) pinned() []string {
 // TestDocumentedCapabilities runs every command with the documented
 // capabilities, as each of identities: a second apply and reset adopt the
 // classifier through its pins (no CAP_SYS_ADMIN), and reset removes them.
-func TestDocumentedCapabilities(t *testing.T) {
+func TestDocumentedCapabilities(t *testing.T) { asEachIdentity(t, documentedCapabilities) }
+
+// asEachIdentity runs check in a fresh namespace as each of identities.
+func asEachIdentity(t *testing.T, check func(*testing.T, *env)) {
 	for _, id := range identities {
 		t.Run(id.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.runAs(id.uid)
-			documentedCapabilities(t, e)
+			check(t, e)
 		})
 	}
 }
@@ -263,15 +266,7 @@ func documentedCapabilities(t *testing.T, e *env) {
 
 // TestOneCapabilityFewer drops each documented capability in turn, as each
 // of identities: apply fails with one line naming it, before any write.
-func TestOneCapabilityFewer(t *testing.T) {
-	for _, id := range identities {
-		t.Run(id.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.runAs(id.uid)
-			oneCapabilityFewer(t, e)
-		})
-	}
-}
+func TestOneCapabilityFewer(t *testing.T) { asEachIdentity(t, oneCapabilityFewer) }
 
 func oneCapabilityFewer(t *testing.T, e *env) {
 	all := documented()
