@@ -1,6 +1,10 @@
 package shaper
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/free5gc/gtpqos/internal/enum"
+)
 
 // ProblemKind says what is wrong.
 type ProblemKind uint8
@@ -47,44 +51,27 @@ const (
 	DeviceDown
 )
 
+var problemKinds = enum.Table[ProblemKind]{What: "problem", Names: []enum.Name[ProblemKind]{
+	{Value: MBRBelowGBR, Name: "mbr-below-gbr"},
+	{Value: GBRAboveLink, Name: "gbr-above-link"},
+	{Value: GBRSumAboveLink, Name: "gbr-sum-above-link"},
+	{Value: DuplicateFlow, Name: "duplicate-flow"},
+	{Value: DuplicateMark, Name: "duplicate-mark"},
+	{Value: TooManyFlows, Name: "too-many-flows"},
+	{Value: BadRate, Name: "bad-rate"},
+	{Value: BadQFI, Name: "bad-qfi"},
+	{Value: AMBRConflict, Name: "ambr-conflict"},
+	{Value: Oversubscribed, Name: "oversubscribed"},
+	{Value: Clamped, Name: "clamped"},
+	{Value: BadPolicy, Name: "bad-policy"},
+	{Value: DuplicateTEID, Name: "duplicate-teid"},
+	{Value: BadMark, Name: "bad-mark"},
+	{Value: Unreachable, Name: "unreachable"},
+	{Value: DeviceDown, Name: "device-down"},
+}}
+
 // String names the kind.
-func (k ProblemKind) String() string {
-	switch k {
-	case MBRBelowGBR:
-		return "mbr-below-gbr"
-	case GBRAboveLink:
-		return "gbr-above-link"
-	case GBRSumAboveLink:
-		return "gbr-sum-above-link"
-	case DuplicateFlow:
-		return "duplicate-flow"
-	case DuplicateMark:
-		return "duplicate-mark"
-	case TooManyFlows:
-		return "too-many-flows"
-	case BadRate:
-		return "bad-rate"
-	case BadQFI:
-		return "bad-qfi"
-	case AMBRConflict:
-		return "ambr-conflict"
-	case Oversubscribed:
-		return "oversubscribed"
-	case Clamped:
-		return "clamped"
-	case BadPolicy:
-		return "bad-policy"
-	case DuplicateTEID:
-		return "duplicate-teid"
-	case BadMark:
-		return "bad-mark"
-	case Unreachable:
-		return "unreachable"
-	case DeviceDown:
-		return "device-down"
-	}
-	return fmt.Sprintf("problem(%d)", uint8(k))
-}
+func (k ProblemKind) String() string { return problemKinds.String(k) }
 
 // Severity says whether a problem kept something out of the tree.
 type Severity uint8

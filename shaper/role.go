@@ -1,6 +1,6 @@
 package shaper
 
-import "fmt"
+import "github.com/free5gc/gtpqos/internal/enum"
 
 // Role is what a class is for.
 type Role uint8
@@ -25,22 +25,15 @@ const (
 	RoleShared
 )
 
+var roles = enum.Table[Role]{What: "role", Names: []enum.Name[Role]{
+	{Value: RoleLink, Name: "link"},
+	{Value: RoleDefault, Name: "default"},
+	{Value: RoleSession, Name: "session"},
+	{Value: RoleFlow, Name: "flow"},
+	{Value: RoleSpare, Name: "spare"},
+	{Value: RoleShared, Name: "shared"},
+}}
+
 // String returns "link", "default", "session", "flow", "spare" or
 // "shared".
-func (r Role) String() string {
-	switch r {
-	case RoleLink:
-		return "link"
-	case RoleDefault:
-		return "default"
-	case RoleSession:
-		return "session"
-	case RoleFlow:
-		return "flow"
-	case RoleSpare:
-		return "spare"
-	case RoleShared:
-		return "shared"
-	}
-	return fmt.Sprintf("role(%d)", uint8(r))
-}
+func (r Role) String() string { return roles.String(r) }

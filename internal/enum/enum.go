@@ -25,14 +25,16 @@ type Table[T comparable] struct {
 	Fold  bool
 }
 
-// String returns v's name, or What(v) for a value the table lacks.
+// String returns v's name, or What(number) for a value the table lacks.
+// The number is printed with %d, which, unlike %v, does not call v's own
+// String (this one) again.
 func (t *Table[T]) String(v T) string {
 	for _, n := range t.Names {
 		if n.Value == v {
 			return n.Name
 		}
 	}
-	return fmt.Sprintf("%s(%v)", strings.ReplaceAll(t.What, " ", "-"), v)
+	return fmt.Sprintf("%s(%d)", strings.ReplaceAll(t.What, " ", "-"), any(v))
 }
 
 // Parse returns the value named s (a name or an alias; "" is Empty when

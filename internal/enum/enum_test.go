@@ -1,6 +1,9 @@
 package enum
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 type color uint8
 
@@ -46,5 +49,22 @@ func TestTable(t *testing.T) {
 	}
 	if l := strict.List(); l != "red or green" {
 		t.Errorf("List = %q", l)
+	}
+}
+
+type shade uint8
+
+var shades = Table[shade]{What: "shade", Names: []Name[shade]{{Value: 1, Name: "dark"}}}
+
+func (s shade) String() string { return shades.String(s) }
+
+// TestStringOfUnknownValue: a type whose String is the table's prints an
+// unknown value by number, without calling itself again.
+func TestStringOfUnknownValue(t *testing.T) {
+	if s := shade(4).String(); s != "shade(4)" {
+		t.Errorf("shade(4).String() = %q", s)
+	}
+	if s := fmt.Sprint(shade(1)); s != "dark" {
+		t.Errorf("Sprint(shade(1)) = %q", s)
 	}
 }
