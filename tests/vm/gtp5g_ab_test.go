@@ -129,7 +129,12 @@ func pace(ctx context.Context, s *udpSender, mbps float64, size int) (float64, e
 // run) or too many packets went unclassified.
 func (l *gtp5gLab) abRun(t *testing.T, gtpqos string, size int, offer float64, arms []string) map[string]map[string]abFlow {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "out")
+	return l.abRunOut(t, gtpqos, size, offer, filepath.Join(t.TempDir(), "out"), arms)
+}
+
+// abRunOut is abRun writing gtpqos ab's output to out.
+func (l *gtp5gLab) abRunOut(t *testing.T, gtpqos string, size int, offer float64, out string, arms []string) map[string]map[string]abFlow {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type paced struct {
