@@ -78,7 +78,9 @@ type Result struct {
 	// the console shows only errors).
 	Dmesg string
 	// KernelErrors are the lines of Dmesg that report a kernel bug: oops,
-	// BUG, WARNING, general protection fault, panic, KASAN/UBSAN.
+	// BUG, WARNING, general protection fault, panic, KASAN/UBSAN, SLUB
+	// debug reports; and a line for a taint such a report sets (W, B, D,
+	// L, M) when the guest kernel ends the scenario with it.
 	KernelErrors []string
 	// WorkDir is the host directory shared read-write as GuestWorkDir; the
 	// scenario may leave files there. Run removes it when the test ends.

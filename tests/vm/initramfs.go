@@ -188,6 +188,7 @@ rc=$?
 echo "` + markEnd + `$rc==="
 echo $rc > /host` + GuestWorkDir + `/.vm/rc
 dmesg > /host` + GuestWorkDir + `/.vm/dmesg
+cat /proc/sys/kernel/tainted > /host` + GuestWorkDir + `/.vm/tainted
 sync
 umount /host` + GuestWorkDir + `
 reboot -f

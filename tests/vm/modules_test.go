@@ -127,6 +127,10 @@ func TestKernelErrors(t *testing.T) {
 [    8.200000] list_del corruption, ffff8880.next is LIST_POISON1 (dead000000000100)
 [    9.000000] rcu: RCU stall warning made up for the matcher
 [    9.100000] rcu: Hierarchical RCU implementation.
+[   10.000000] BUG kmalloc-64 (Tainted: G    B      OE     ): Poison overwritten
+[   10.100000] BUG kmalloc-96 (Not tainted): Redzone overwritten
+[   10.200000] INFO: 0xffff8880 -0xffff8887 @offset=64. First byte 0x0 instead of 0x6b
+[   10.300000] FIX kmalloc-64: Restoring Poison 0xffff8880-0xffff8887=0x6b
     seed_test.go:12: BUG: not a kernel line (scenario output)
     seed_test.go:13: list_del corruption in the scenario's own output`
 	got := kernelErrors(log)
@@ -144,9 +148,27 @@ func TestKernelErrors(t *testing.T) {
 		"[    8.100000] list_add corruption. prev->next should be next (ffff8880), but was dead000000000100.",
 		"[    8.200000] list_del corruption, ffff8880.next is LIST_POISON1 (dead000000000100)",
 		"[    9.000000] rcu: RCU stall warning made up for the matcher",
+		"[   10.000000] BUG kmalloc-64 (Tainted: G    B      OE     ): Poison overwritten",
+		"[   10.100000] BUG kmalloc-96 (Not tainted): Redzone overwritten",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("kernelErrors (-want +got):\n%s", d)
+	}
+}
+
+// TestTaintError names the taint bits a kernel bug report sets and
+// ignores those an out-of-tree, unsigned module sets (O, E).
+func TestTaintError(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"0", ""},
+		{"12288", ""}, // O, E: gtp5g loaded
+		{"12800", "kernel tainted 12800 after the scenario: W (WARN)"},
+		{"12448", "kernel tainted 12448 after the scenario: B (bad page or slab object), D (oops)"},
+		{"", ""},
+	} {
+		if got := taintError(c.in); got != c.want {
+			t.Errorf("taintError(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
 

@@ -282,6 +282,11 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 	}
 	// A panic reaches the console only; the oops/BUG lines before it too.
 	res.KernelErrors = kernelErrors(res.Dmesg + "\n" + res.Console)
+	if b, err := os.ReadFile(filepath.Join(workDir, ".vm", "tainted")); err == nil {
+		if e := taintError(strings.TrimSpace(string(b))); e != "" {
+			res.KernelErrors = append(res.KernelErrors, e)
+		}
+	}
 	switch {
 	case silent.Load():
 		return res, fmt.Errorf("%w: nothing on the console in %s (qemu killed)", errSilentBoot, silentBootLimit)
@@ -364,12 +369,49 @@ var (
 	// faults, warnings (a WARN's first line, which a backtrace follows,
 	// not other lines that say WARNING), sanitizers, refcount and list
 	// corruption, RCU stalls and hung tasks.
-	kernelErrorRE = regexp.MustCompile(`\b(BUG:|Oops|WARNING: CPU: [0-9]+ PID: [0-9]+|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:|` +
+	// SLUB's debug checks (slub_debug=FZP) report a poisoned or red-zoned
+	// object overwritten as "BUG kmalloc-64 (Tainted: G O): Poison
+	// overwritten", with no colon after BUG.
+	kernelErrorRE = regexp.MustCompile(`\b(BUG:|BUG [\w.-]+ \((Not tainted|Tainted: [^)]*)\): |Oops|WARNING: CPU: [0-9]+ PID: [0-9]+|general protection fault|Kernel panic|KASAN:|UBSAN:|kernel BUG at|refcount_t:|` +
 		`list_add corruption|list_del corruption|self-detected stall|detected stalls on CPUs|RCU stall|INFO: task \S+ blocked for more than)`)
 	// printkRE matches a kernel log line's timestamp, so that scenario
 	// output on the console is not mistaken for kernel messages.
 	printkRE = regexp.MustCompile(`^\[\s*[0-9]+\.[0-9]+\] `)
 )
+
+// taintFlags are the taint bits a kernel bug report sets, by bit number:
+// the report itself may have left the log ring before it was read, the
+// taint stays. Loading gtp5g sets O and E only.
+var taintFlags = []struct {
+	bit  uint
+	flag string
+	what string
+}{
+	{4, "M", "machine check"},
+	{5, "B", "bad page or slab object"},
+	{7, "D", "oops"},
+	{9, "W", "WARN"},
+	{14, "L", "soft lockup"},
+}
+
+// taintError describes a guest's /proc/sys/kernel/tainted value that a
+// kernel bug report set, or returns "" for none (or an unreadable value).
+func taintError(v string) string {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return ""
+	}
+	var set []string
+	for _, f := range taintFlags {
+		if n&(1<<f.bit) != 0 {
+			set = append(set, f.flag+" ("+f.what+")")
+		}
+	}
+	if len(set) == 0 {
+		return ""
+	}
+	return "kernel tainted " + v + " after the scenario: " + strings.Join(set, ", ")
+}
 
 // kernelErrors returns the distinct kernel log lines that report a bug.
 func kernelErrors(log string) []string {
