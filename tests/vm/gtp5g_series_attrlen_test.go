@@ -18,7 +18,7 @@ import (
 // poisoned, checked small kmalloc caches (TestVMGtp5gSeries runs them
 // with the rest of the series).
 func TestVMGtp5gRequests(t *testing.T) {
-	runSeriesSlice(t, "requests", "ShortAttributes|BufferSocketCreate|BufferSocketAfterRuleDelete|DumpResume",
+	runSeriesSlice(t, "requests", "ShortAttributes|HeaderVersion|BufferSocketCreate|BufferSocketAfterRuleDelete|DumpResume",
 		"kmalloc-8,kmalloc-16,kmalloc-32,kmalloc-64,kmalloc-96,kmalloc-128")
 }
 
@@ -26,9 +26,15 @@ func TestVMGtp5gRequests(t *testing.T) {
 // adds the device, id and SEID itself, always at full length) and returns
 // the kernel's answer.
 func rawGtp5g(r *gtp5gtest.Rules, cmd uint8, flags int, attrs nl.AttrList) error {
+	return rawGtp5gVersion(r, cmd, flags, 0, attrs)
+}
+
+// rawGtp5gVersion is rawGtp5g with the generic netlink header's version
+// field set to version (genl passes any to the handler).
+func rawGtp5gVersion(r *gtp5gtest.Rules, cmd uint8, flags int, version uint8, attrs nl.AttrList) error {
 	c := r.Client()
 	req := nl.NewRequest(c.ID, flags|syscall.NLM_F_ACK)
-	req.AppendBytes([]byte{cmd, 0, 0, 0}) // genlmsghdr: command, version 0
+	req.AppendBytes([]byte{cmd, version, 0, 0}) // genlmsghdr: command, version
 	if err := req.Append(attrs); err != nil {
 		return err
 	}
@@ -181,4 +187,44 @@ func TestGtp5gSeriesShortAttributes(t *testing.T) {
 				{Type: gtp5gnl.OUTER_HEADER_CREATION_PORT, Value: nl.AttrU16(2152)}}}}}}); err != nil {
 		t.Errorf("a FAR whose outer header creation description is a u8: %v", err)
 	}
+}
+
+// TestGtp5gSeriesHeaderVersion: a PDR add is read from the attributes
+// generic netlink parsed, whatever the header's version field says. Stock
+// gtp5g stepped over the generic netlink header as if it were an
+// attribute of length cmd | version << 8, so a version other than 0 made
+// it start 256 bytes or more into the attributes: a request whose
+// attributes are shorter stored none of them, and a longer one had bytes
+// inside another attribute's payload, which the length check never saw,
+// parsed as attributes.
+func TestGtp5gSeriesHeaderVersion(t *testing.T) {
+	requireSeriesFixes(t)
+	ns := gtp5gtest.In("gtpk4", testenv.NewNetNS(t))
+	ns.AddLink(t, "gtpk4", gtp5gtest.RoleUPF)
+	r := ns.DialRules(t, "gtpk4")
+	r.AddFAR(t, 1, 1, gtp5gtest.FARForward(0, ""))
+	link := nl.Attr{Type: gtp5gnl.LINK, Value: nl.AttrU32(r.Link.Index)}
+	for _, version := range []uint8{0, 1} {
+		id := 41 + int(version)
+		attrs := pdrAttrs(link, uint16(id), nl.AttrU32(7), nil)
+		if err := rawGtp5gVersion(r, gtp5gnl.CMD_ADD_PDR, syscall.NLM_F_EXCL, version, attrs); err != nil {
+			t.Errorf("add PDR %d with header version %d: %v", id, version, err)
+			continue
+		}
+		p, err := gtp5gnl.GetPDROID(r.Client(), r.Link, gtp5gtest.OID(1, id))
+		if err != nil {
+			t.Errorf("PDR %d added with header version %d: get: %v", id, version, err)
+			continue
+		}
+		if p.Precedence == nil || *p.Precedence != 7 || p.FARID == nil || *p.FARID != 1 {
+			t.Errorf("PDR %d added with header version %d: precedence %v FAR %v, want 7 and 1", id, version, deref(p.Precedence), deref(p.FARID))
+		}
+	}
+}
+
+func deref(v *uint32) any {
+	if v == nil {
+		return "none"
+	}
+	return *v
 }
