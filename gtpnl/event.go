@@ -1,6 +1,10 @@
 package gtpnl
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/free5gc/gtpqos/internal/enum"
+)
 
 // EventOp says what happened to a rule.
 type EventOp uint8
@@ -16,19 +20,14 @@ const (
 	EventDelete EventOp = 3
 )
 
-// String returns "add", "update" or "delete".
-func (o EventOp) String() string {
-	switch o {
-	case EventAdd:
-		return "add"
-	case EventUpdate:
-		return "update"
-	case EventDelete:
-		return "delete"
-	default:
-		return fmt.Sprintf("op(%d)", uint8(o))
-	}
-}
+var eventOps = enum.Table[EventOp]{What: "op", Names: []enum.Name[EventOp]{
+	{Value: EventAdd, Name: "add"},
+	{Value: EventUpdate, Name: "update"},
+	{Value: EventDelete, Name: "delete"},
+}}
+
+// String returns "add", "update" or "delete" (op(N) for another value).
+func (o EventOp) String() string { return eventOps.String(o) }
 
 // Event is one QoS rule change multicast by a patched gtp5g on the
 // gtp5g_qos family's event group. Exactly one of QER, PDR and FAR is set.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/free5gc/gtpqos/internal/enum"
 	"github.com/free5gc/gtpqos/shaper"
 )
 
@@ -59,19 +60,15 @@ const (
 	EventEnd
 )
 
-// String returns "change", "resync" or "end".
-func (k EventKind) String() string {
-	switch k {
-	case EventChange:
-		return "change"
-	case EventResync:
-		return "resync"
-	case EventEnd:
-		return "end"
-	default:
-		return "unknown"
-	}
-}
+var eventKinds = enum.Table[EventKind]{What: "event kind", Names: []enum.Name[EventKind]{
+	{Value: EventChange, Name: "change"},
+	{Value: EventResync, Name: "resync"},
+	{Value: EventEnd, Name: "end"},
+}}
+
+// String returns "change", "resync" or "end" (event-kind(N) for another
+// value).
+func (k EventKind) String() string { return eventKinds.String(k) }
 
 // Event is one change notification from a Source.
 type Event struct {

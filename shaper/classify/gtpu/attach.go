@@ -8,6 +8,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/free5gc/gtpqos/internal/enum"
 )
 
 // Identity of the filters this package installs. A filter at FilterPriority
@@ -40,13 +42,13 @@ const (
 	Ingress
 )
 
-// String returns "egress" or "ingress".
-func (h Hook) String() string {
-	if h == Ingress {
-		return "ingress"
-	}
-	return "egress"
-}
+var hooks = enum.Table[Hook]{What: "hook", Names: []enum.Name[Hook]{
+	{Value: Egress, Name: "egress"},
+	{Value: Ingress, Name: "ingress"},
+}}
+
+// String returns "egress" or "ingress" (hook(N) for another value).
+func (h Hook) String() string { return hooks.String(h) }
 
 func (h Hook) parent() uint32 {
 	if h == Ingress {
