@@ -11,7 +11,7 @@ import (
 // The edt backend: a fixed HTB tree with fq leaves, each flow paced by
 // the EDT program of package shaper/edt.
 func init() {
-	register(backend{name: edtbackend.Name, open: openEDT, plan: planEDT, check: checkEDT, owns: ownsEDT})
+	register(backend{name: edtbackend.Name, open: openEDT, plan: planEDT, check: checkEDT, owns: ownsEDT, probe: edtbackend.Probe})
 }
 
 func openEDT(d Device, o Options) (shaper.Backend, error) {

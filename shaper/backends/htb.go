@@ -15,7 +15,7 @@ import (
 // The HTB backend: an HTB tree per device, with the mark classifiers of
 // package shaper/classify or the GTP-U one of shaper/classify/gtpu.
 func init() {
-	register(backend{name: htb.Name, open: openHTB, plan: planHTB, check: checkHTB, override: overrideHTB, keep: keepHTB,
+	register(backend{name: htb.Name, open: openHTB, plan: planHTB, check: checkHTB, override: overrideHTB, keep: keepHTB, owns: ownsHTB,
 		choices: map[string]string{"classifier": "auto, fw, bpf or gtpu", "leaf": "auto, fq_codel or fifo"}})
 }
 

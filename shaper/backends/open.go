@@ -36,6 +36,9 @@ func Open(dev string, o Options) (shaper.Backend, error) {
 		return nil, err
 	}
 	b, err := pick(d, o)
+	if err == nil && o.Writer != "" && (o.Backend != "" || o.Policy != nil) {
+		err = replaceOther(d, b, o)
+	}
 	if err != nil {
 		d.Close()
 		return nil, err

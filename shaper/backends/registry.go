@@ -12,8 +12,8 @@ import (
 const Default = "htb"
 
 // backend is what a backend registers: how to open it on a device and how
-// to plan for it without one (both required); check, override, keep, owns
-// and choices may be left out by a backend that has nothing to say there.
+// to plan for it without one (both required); check, override, keep, owns,
+// probe and choices may be left out by a backend that has nothing to say there.
 type backend struct {
 	name string
 	// open returns the backend for d.Name, working through d.Handle.
@@ -32,6 +32,9 @@ type backend struct {
 	// picks the backend that does when the caller names none and brings no
 	// policy (reset, status, verify); nil: never claimed that way.
 	owns func(d Device) (bool, error)
+	// probe checks, before anything is written, that this kernel and
+	// process can run the backend (nil: nothing to check before open).
+	probe func() error
 	// choices are the values of the knobs that pick a kind, by knob, in a
 	// few words (Choices).
 	choices map[string]string

@@ -175,6 +175,18 @@ func (b *Backend) Counters(ctx context.Context) (map[string]shaper.Counters, err
 	return out, nil
 }
 
+// homeClass is the shared class a flow's packets go to: the guaranteed one
+// for a GBR flow (its excess over the GBR goes on to the non-GBR class),
+// else its own. It names the flow's counters as a tc class id, as HTB's
+// class per flow does (metrics print it "6765:10"): the counters are still
+// the flow's own, from the program's map.
+func homeClass(s edt.FlowSpec) uint32 {
+	if s.GBRClass != 0 {
+		return s.GBRClass
+	}
+	return s.Class
+}
+
 // FlowCounters implements shaper.Reader: the program's counters of every
 // flow the last apply planned, in one pass over the flows map.
 func (b *Backend) FlowCounters(ctx context.Context) ([]shaper.FlowCounters, error) {
@@ -195,7 +207,7 @@ func (b *Backend) FlowCounters(ctx context.Context) ([]shaper.FlowCounters, erro
 	out := make([]shaper.FlowCounters, 0, len(b.last.Flows))
 	for _, f := range b.last.Flows {
 		if fi, ok := flows[f.ID]; ok {
-			out = append(out, shaper.FlowCounters{Flow: f.Flow.ID, Class: f.ID, QFI: f.Flow.QFI, Counters: flowCounters(fi.State)})
+			out = append(out, shaper.FlowCounters{Flow: f.Flow.ID, Class: homeClass(f.Spec), QFI: f.Flow.QFI, Counters: flowCounters(fi.State)})
 		}
 	}
 	return out, nil

@@ -75,3 +75,19 @@ func TestPlanRefusesUnmarkedFlow(t *testing.T) {
 		t.Errorf("flows %v, problems %v; want the flow refused naming the marks", p.Flows, p.Problems)
 	}
 }
+
+// A flow's counters are named by the shared class its packets go to (the
+// guaranteed one for a GBR flow), a tc class id as metrics print it, not by
+// its map key.
+func TestFlowCountersNameTheSharedClass(t *testing.T) {
+	p := MakePlan(testFlows(), shaper.DefaultPolicy(20e6))
+	want := map[string]uint32{"A": ClassID(MinorNonGBR), "B": ClassID(MinorNonGBR), "G": ClassID(MinorGuaranteed)}
+	for _, f := range p.Flows {
+		if got := homeClass(f.Spec); got != want[f.Flow.Name] {
+			t.Errorf("flow %s: class %#x, want %#x", f.Flow.Name, got, want[f.Flow.Name])
+		}
+	}
+	if len(p.Flows) != len(want) {
+		t.Errorf("planned %d flows, want %d", len(p.Flows), len(want))
+	}
+}
