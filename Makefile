@@ -53,9 +53,14 @@ demo: deps build ## Reproduce the seed experiment (static vs aware HTB) in netwo
 bench: deps ## Run the benchmarks (root for the netns ones) and print their numbers
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
 
-lint: ## gofmt and go vet
+# deadcode (from the Go module proxy, run not installed): a function that
+# neither the product nor a test reaches is reported and fails lint.
+DEADCODE ?= golang.org/x/tools/cmd/deadcode@v0.52.0
+
+lint: ## gofmt, go vet and deadcode (functions nothing reaches, tests included)
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
+	@out=$$($(GO) run $(DEADCODE) -test $(PKGS)) && test -z "$$out" || { echo "$$out"; echo "deadcode: functions above are reached by nothing"; exit 1; }
 
 generate: ## Rebuild the BPF objects (shaper/classify, shaper/classify/gtpu, shaper/edt) with clang via bpf2go (installs clang, llvm, libbpf-dev if missing)
 	@command -v clang >/dev/null && test -f /usr/include/bpf/bpf_helpers.h || apt-get install -y clang llvm libbpf-dev

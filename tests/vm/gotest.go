@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -70,9 +69,4 @@ func RunGoTests(t *testing.T, pkg, run string, env map[string]string, timeout ti
 		t.Errorf("%s -test.run %s in the VM: no test passed (skipped: %v)", pkg, run, g.Skipped)
 	}
 	return g
-}
-
-// String summarises the run for logs.
-func (g *GoTestRun) String() string {
-	return fmt.Sprintf("passed %d, failed %d, skipped %d", len(g.Passed), len(g.Failed), len(g.Skipped))
 }
