@@ -16,6 +16,7 @@ import (
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/htb/plan"
+	"github.com/free5gc/gtpqos/tests/marksend"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
@@ -110,7 +111,7 @@ func dpFlows(n int) []shaper.Flow {
 // dpLab is one shaped (or unshaped) device and a sender on it.
 type dpLab struct {
 	*lab
-	tx  *markSender
+	tx  *marksend.Sender
 	cpu int
 	// rec reads the class counters (nil: no qdisc); flowMinors are the
 	// flow classes, by mark order.
@@ -133,7 +134,7 @@ func newDPLab(b *testing.B, n, cpu int) *dpLab {
 			marks = append(marks, dpMarkBase+uint32(i))
 		}
 	}
-	tx, err := newMarkSender(l.ns.Handle, l.dev, net.HardwareAddr{2, 0, 0, 0, 0, 9},
+	tx, err := marksend.New(l.ns.Handle, l.dev, net.HardwareAddr{2, 0, 0, 0, 0, 9},
 		net.IPv4(10, 77, 0, 1), net.IPv4(10, 77, 0, 9), marks)
 	if err != nil {
 		b.Fatalf("sender on %s: %v", l.dev, err)
@@ -231,18 +232,18 @@ func (l *dpLab) settle(b *testing.B) dpCounters {
 func (l *dpLab) benchPPS(b *testing.B) {
 	before := l.settle(b)
 	b.ResetTimer()
-	r := l.tx.run(l.cpu, b.N*dpPacketsPerOp)
+	r := l.tx.Run(l.cpu, b.N*dpPacketsPerOp)
 	b.StopTimer()
-	if r.err != nil {
-		b.Fatal(r.err)
+	if r.Err != nil {
+		b.Fatal(r.Err)
 	}
 	after := l.settle(b)
 	out := after.tx - before.tx
 	l.check(b, r, before, after)
-	b.ReportMetric(float64(out)/r.elapsed.Seconds(), "pps")
-	b.ReportMetric(float64(r.elapsed.Nanoseconds())/float64(out), "ns/pkt")
-	b.ReportMetric(float64(r.cpu.Nanoseconds())/float64(out), "cpu-ns/pkt")
-	drops := uint64(r.enobufs)
+	b.ReportMetric(float64(out)/r.Elapsed.Seconds(), "pps")
+	b.ReportMetric(float64(r.Elapsed.Nanoseconds())/float64(out), "ns/pkt")
+	b.ReportMetric(float64(r.CPU.Nanoseconds())/float64(out), "cpu-ns/pkt")
+	drops := uint64(r.ENOBUFS)
 	if l.rec != nil {
 		drops = uint64(after.drops - before.drops) // ENOBUFS ones included
 	}
@@ -251,10 +252,10 @@ func (l *dpLab) benchPPS(b *testing.B) {
 
 // check asserts that the packets went where the benchmark says they did:
 // out of the device, and (with the tree) each through its own flow class.
-func (l *dpLab) check(b *testing.B, r sendResult, before, after dpCounters) {
+func (l *dpLab) check(b *testing.B, r marksend.Result, before, after dpCounters) {
 	out := after.tx - before.tx
-	if out < uint64(r.accepted) {
-		b.Fatalf("the kernel took %d packets but %s sent %d", r.accepted, l.dev, out)
+	if out < uint64(r.Accepted) {
+		b.Fatalf("the kernel took %d packets but %s sent %d", r.Accepted, l.dev, out)
 	}
 	if l.rec == nil {
 		return
@@ -270,11 +271,11 @@ func (l *dpLab) check(b *testing.B, r sendResult, before, after dpCounters) {
 	}
 	def := uint32(plan.OwnedMajor)<<16 | uint32(plan.DefaultMinor)
 	stray := after.classes[def] - before.classes[def]
-	if flow != uint64(r.accepted) || stray > 3 {
-		b.Fatalf("%d packets sent: %d counted in flow classes, %d in the default class", r.accepted, flow, stray)
+	if flow != uint64(r.Accepted) || stray > 3 {
+		b.Fatalf("%d packets sent: %d counted in flow classes, %d in the default class", r.Accepted, flow, stray)
 	}
-	if want := min(len(l.flowMinors), r.accepted); hit != want {
-		b.Fatalf("%d packets over %d marks reached %d flow classes, want %d", r.accepted, len(l.flowMinors), hit, want)
+	if want := min(len(l.flowMinors), r.Accepted); hit != want {
+		b.Fatalf("%d packets over %d marks reached %d flow classes, want %d", r.Accepted, len(l.flowMinors), hit, want)
 	}
 }
 

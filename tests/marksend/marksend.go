@@ -1,4 +1,8 @@
-package htb
+// Package marksend sends minimal frames out of one device, each with its
+// own skb->mark, from one pinned thread: the load of the datapath
+// benchmarks, which measure what a shaped device's egress costs a packet.
+// It is for tests and benchmarks only.
+package marksend
 
 import (
 	"encoding/binary"
@@ -13,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// markSender sends one minimal frame (Ethernet + IPv4 + UDP, 60 bytes) out
+// Sender sends one minimal frame (Ethernet + IPv4 + UDP, 60 bytes) out
 // of one device, each copy with its own skb->mark, from one pinned thread.
 //
 // It uses an AF_PACKET socket bound to the device with protocol 0 (so no
@@ -24,7 +28,7 @@ import (
 // veth. A UDP socket would add the IP output path to every packet, and
 // SO_MARK per socket or per setsockopt would need one socket or syscall
 // per flow change.
-type markSender struct {
+type Sender struct {
 	fd    int
 	frame []byte
 	iov   unix.Iovec
@@ -46,9 +50,9 @@ const sendBatch = 256
 
 var cmsgMarkLen = unix.CmsgSpace(4)
 
-// newMarkSender opens the socket inside ns on dev. Frames go from src to
+// New opens the socket inside ns on dev. Frames go from src to
 // dst (dstMAC need not exist: the peer drops them).
-func newMarkSender(ns netns.NsHandle, dev string, dstMAC net.HardwareAddr, src, dst net.IP, marks []uint32) (*markSender, error) {
+func New(ns netns.NsHandle, dev string, dstMAC net.HardwareAddr, src, dst net.IP, marks []uint32) (*Sender, error) {
 	if len(marks) == 0 {
 		return nil, errors.New("no marks to send")
 	}
@@ -56,7 +60,7 @@ func newMarkSender(ns netns.NsHandle, dev string, dstMAC net.HardwareAddr, src, 
 	if err != nil {
 		return nil, err
 	}
-	s := &markSender{fd: fd, frame: udpFrame(dstMAC, ifi.HardwareAddr, src, dst), marks: marks,
+	s := &Sender{fd: fd, frame: udpFrame(dstMAC, ifi.HardwareAddr, src, dst), marks: marks,
 		msgs: make([]mmsghdr, sendBatch), oob: make([]byte, sendBatch*cmsgMarkLen)}
 	s.iov.Base = &s.frame[0]
 	s.iov.SetLen(len(s.frame))
@@ -134,23 +138,23 @@ func udpFrame(dstMAC, srcMAC net.HardwareAddr, src, dst net.IP) []byte {
 	return f
 }
 
-// sendResult is what one send run did.
-type sendResult struct {
-	accepted int // datagrams the kernel took (queued or sent)
-	enobufs  int // datagrams refused with ENOBUFS (dropped by the qdisc)
-	elapsed  time.Duration
-	// cpu is the sending thread's own CPU time (CLOCK_THREAD_CPUTIME_ID:
+// Result is what one send run did.
+type Result struct {
+	Accepted int // datagrams the kernel took (queued or sent)
+	ENOBUFS  int // datagrams refused with ENOBUFS (dropped by the qdisc)
+	Elapsed  time.Duration
+	// CPU is the sending thread's own CPU time (CLOCK_THREAD_CPUTIME_ID:
 	// its syscalls and the softirq work done on its way out of them);
-	// below elapsed when another task took the CPU.
-	cpu time.Duration
-	err error
+	// below Elapsed when another task took the CPU.
+	CPU time.Duration
+	Err error
 }
 
-// run sends n datagrams on a new thread pinned to cpu, cycling through the
+// Run sends n datagrams on a new thread pinned to cpu, cycling through the
 // marks, and returns when the kernel has taken them all. ENOBUFS (a qdisc
 // drop) is counted and the datagram is sent again.
-func (s *markSender) run(cpu, n int) sendResult {
-	ch := make(chan sendResult, 1)
+func (s *Sender) Run(cpu, n int) Result {
+	ch := make(chan Result, 1)
 	go func() {
 		// The thread is never unlocked: it exits with the goroutine, so
 		// its CPU affinity does not leak to other goroutines.
@@ -158,7 +162,7 @@ func (s *markSender) run(cpu, n int) sendResult {
 		var set unix.CPUSet
 		set.Set(cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			ch <- sendResult{err: fmt.Errorf("pin sender to CPU %d: %w", cpu, err)}
+			ch <- Result{Err: fmt.Errorf("pin sender to CPU %d: %w", cpu, err)}
 			return
 		}
 		ch <- s.send(n)
@@ -166,13 +170,13 @@ func (s *markSender) run(cpu, n int) sendResult {
 	return <-ch
 }
 
-// send is run's loop on the current thread.
-func (s *markSender) send(n int) sendResult {
-	var r sendResult
+// send is Run's loop on the current thread.
+func (s *Sender) send(n int) Result {
+	var r Result
 	cpu0 := threadCPU()
 	start := time.Now()
-	for r.accepted < n {
-		k := min(sendBatch, n-r.accepted)
+	for r.Accepted < n {
+		k := min(sendBatch, n-r.Accepted)
 		for i := 0; i < k; i++ {
 			*(*uint32)(unsafe.Pointer(&s.oob[i*cmsgMarkLen+unix.CmsgLen(0)])) = s.marks[s.next]
 			if s.next++; s.next == len(s.marks) {
@@ -184,18 +188,18 @@ func (s *markSender) send(n int) sendResult {
 				uintptr(unsafe.Pointer(&s.msgs[off])), uintptr(k-off), 0, 0, 0)
 			switch {
 			case errno == unix.ENOBUFS:
-				r.enobufs++
+				r.ENOBUFS++
 			case errno != 0:
-				r.err = fmt.Errorf("sendmmsg: %w", errno)
+				r.Err = fmt.Errorf("sendmmsg: %w", errno)
 				return r
 			default:
 				off += int(got)
-				r.accepted += int(got)
+				r.Accepted += int(got)
 			}
 		}
 	}
-	r.elapsed = time.Since(start)
-	r.cpu = threadCPU() - cpu0
+	r.Elapsed = time.Since(start)
+	r.CPU = threadCPU() - cpu0
 	return r
 }
 
@@ -209,4 +213,4 @@ func threadCPU() time.Duration {
 }
 
 // Close closes the socket.
-func (s *markSender) Close() error { return unix.Close(s.fd) }
+func (s *Sender) Close() error { return unix.Close(s.fd) }

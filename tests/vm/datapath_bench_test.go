@@ -1,0 +1,59 @@
+package vm
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchLineRE matches one result line of BenchmarkDatapathBackends.
+var benchLineRE = regexp.MustCompile(`^BenchmarkDatapathBackends/(\S+)/pps-\d+\s+\d+\s+\d+ ns/op.*?\s([\d.]+) pps`)
+
+// BenchmarkVMDatapathBackends runs shaper/backends' BenchmarkDatapathBackends
+// in the guest, whose Debian kernel has sch_fq: packets per second one core
+// pushes out of a veth with no qdisc, through the htb backend's class per
+// flow and through the edt backend's shared classes, at 3 and 10,000 flows
+// (and GTPQOS_BENCH_MAX, up to 1,000,000 for edt), all in one guest run.
+// Under TCG the guest's core is emulated: compare the cases with each
+// other (each is reported as pps and as a share of the unshaped device's),
+// not with the host's numbers.
+//
+//	GTPQOS_VM=1 go test -run '^$' -bench VMDatapathBackends -benchtime 1x ./tests/vm/
+//	GTPQOS_VM=1 GTPQOS_BENCH_MAX=1000000 go test -run '^$' -bench VMDatapathBackends -benchtime 1x -timeout 60m ./tests/vm/
+func BenchmarkVMDatapathBackends(b *testing.B) {
+	Require(b)
+	bin := BuildTestBinary(b, "./shaper/backends/")
+	env := map[string]string{}
+	mem := 2048
+	if v := os.Getenv("GTPQOS_BENCH_MAX"); v != "" {
+		env["GTPQOS_BENCH_MAX"] = v
+		mem = 6144 // a million flows' maps, plan and read-back
+	}
+	script := "set -e\n" + bin.Script("bin/backends.test", "-test.run", "^$", "-test.bench", "DatapathBackends",
+		"-test.benchtime", "1x", "-test.v", "-test.timeout", "50m")
+	for range b.N {
+		res := Run(b, Config{Script: script, Files: map[string]string{"bin/backends.test": bin.HostPath},
+			Modules: []string{"sch_fq"}, Env: env, MemoryMiB: mem, Timeout: 55 * time.Minute})
+		if res.ExitCode != 0 {
+			b.Fatalf("the datapath benchmark in the VM exited %d", res.ExitCode)
+		}
+		pps := map[string]float64{}
+		for _, l := range strings.Split(res.Output, "\n") {
+			if m := benchLineRE.FindStringSubmatch(l); m != nil {
+				v, _ := strconv.ParseFloat(m[2], 64)
+				pps[m[1]] = v
+				b.Log(l)
+			}
+		}
+		if pps["none"] == 0 || pps["htb-3"] == 0 || pps["edt-3"] == 0 {
+			b.Fatalf("the guest reported no pps for none, htb-3 or edt-3: %v", pps)
+		}
+		for name, v := range pps {
+			b.ReportMetric(v, name+"-pps")
+			b.ReportMetric(v/pps["none"], name+"-of-unshaped")
+		}
+	}
+}
