@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -14,27 +13,12 @@ import (
 // HTB backend; both subtests must pass, not skip. The rates, the guest's
 // stalls and the reordering are in the lines marked GBRSHARE.
 func TestVMEdtGBRShares(t *testing.T) {
-	Require(t)
-	bin := BuildTestBinary(t, "./cmd/gtpqos/")
-	const name = "bin/gtpqos.test"
-	script := "set -e\n" + bin.Script(name, "-test.run", "^TestIntegrationGBRShares$", "-test.v", "-test.count=1", "-test.timeout", "4m") + "\n"
-	res := Run(t, Config{Script: script, Files: map[string]string{name: bin.HostPath}, Modules: []string{"sch_fq"},
-		KernelSeries: "6.12", Timeout: 6 * time.Minute})
-	passed := map[string]bool{}
-	for _, l := range strings.Split(res.Output, "\n") {
-		if strings.Contains(l, "GBRSHARE") {
-			t.Log(strings.TrimSpace(l))
-		}
-		if m := goTestLineRE.FindStringSubmatch(strings.TrimSpace(l)); m != nil && m[1] == "PASS" {
-			passed[m[2]] = true
-		}
-	}
-	if res.ExitCode != 0 {
-		t.Errorf("TestIntegrationGBRShares in the VM exited %d", res.ExitCode)
-	}
-	for _, want := range []string{"TestIntegrationGBRShares", "TestIntegrationGBRShares/edt", "TestIntegrationGBRShares/htb"} {
-		if !passed[want] {
-			t.Errorf("%s did not pass in the VM", want)
-		}
-	}
+	RunGuestTests(t, GuestTests{
+		Pkgs:         map[string]string{"./cmd/gtpqos/": "^TestIntegrationGBRShares$"},
+		Modules:      []string{"sch_fq"},
+		KernelSeries: "6.12",
+		Timeout:      6 * time.Minute,
+		MustPass:     []string{"TestIntegrationGBRShares", "TestIntegrationGBRShares/edt", "TestIntegrationGBRShares/htb"},
+		Log:          "GBRSHARE",
+	})
 }
