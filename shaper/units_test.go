@@ -66,6 +66,42 @@ func TestRateSizeEncodings(t *testing.T) {
 	}
 }
 
+// A flows file's rates are read as Rate while the file is decoded, and a
+// bad one is reported after, with the flow and the key, as before; a value
+// that is no text at all is yaml's error, with its line.
+func TestFlowsFileRateErrors(t *testing.T) {
+	const head = "link: 30mbit\nflows:\n"
+	tests := []struct{ name, in, want string }{
+		{"bad gbr", head + "  - {name: A, qer: 1, gbr: fast}\n",
+			`f.yaml: flow A: gbr: invalid rate "fast": want a non-negative number with a unit (bit, kbit, mbit, gbit, tbit)`},
+		{"bad session ambr", head + "  - {qer: 1, session_ambr: 5mbps}\n",
+			`f.yaml: flow #1: session_ambr: invalid rate "5mbps": unknown unit "mbps" (want bit, kbit, mbit, gbit or tbit; byte units are not accepted)`},
+		{"first bad rate", head + "  - {name: A, qer: 1, session_ambr: x, mbr: y}\n", `f.yaml: flow A: mbr: invalid rate "y"`},
+		{"bad link", "link: 1e3\n", `f.yaml: link: invalid rate "1e3": unknown unit "e3"`},
+		{"zero link", "link: 0mbit\n", `f.yaml: link: must be above 0`},
+		{"empty link", "link: ''\n", `f.yaml: link: missing`},
+		{"list as rate", head + "  - {name: A, qer: 1}\n  - {name: B, qer: 2, mbr: [1, 2]}\n",
+			`f.yaml: line 4: cannot unmarshal !!seq into string`},
+		{"map as link", "link: {a: 1}\n", `f.yaml: line 1: cannot unmarshal !!map into string`},
+		// The file is checked whole before a bad rate is reported.
+		{"unknown key after a bad rate", head + "  - {name: A, qer: 1, gbr: fast}\n  - {name: B, qer: 2, gbrr: 1}\n",
+			`f.yaml: line 4: unknown key "gbrr" in a flow`},
+		{"missing qer before a bad rate", head + "  - {name: A, gbr: fast}\n", `f.yaml: flow A: qer: missing`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseFlowsFile("f.yaml", []byte(tc.in))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line starting with %q", err, tc.want)
+			}
+		})
+	}
+	ff, err := ParseFlowsFile("f.yaml", []byte(head+"  - {qer: 1, gbr: '', mbr: ~, session_ambr: 2mbit}\n"))
+	if err != nil || len(ff.Flows) != 1 || ff.Flows[0].GBR != 0 || ff.Flows[0].MBR != 0 || ff.Flows[0].SessionAMBR != 2*mbit {
+		t.Errorf("empty and null rates: %+v, %v; want them absent", ff.Flows, err)
+	}
+}
+
 // FuzzRateText: any text Rate reads is at most MaxRate and reads back from
 // its own text; any it refuses is one line naming the text.
 func FuzzRateText(f *testing.F) {
