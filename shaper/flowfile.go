@@ -147,6 +147,15 @@ type fileRate struct {
 	err   error
 }
 
+// rateText reads s as a fileRate.
+func rateText(s string) fileRate {
+	var r fileRate
+	if s != "" {
+		r.given, r.err = true, r.v.UnmarshalText([]byte(s))
+	}
+	return r
+}
+
 // UnmarshalYAML reads the value's text; a list or a map is yaml's own
 // error, which names the line.
 func (r *fileRate) UnmarshalYAML(n *yaml.Node) error {
@@ -154,9 +163,7 @@ func (r *fileRate) UnmarshalYAML(n *yaml.Node) error {
 	if err := n.Decode(&s); err != nil {
 		return err
 	}
-	if s != "" {
-		r.given, r.err = true, r.v.UnmarshalText([]byte(s))
-	}
+	*r = rateText(s)
 	return nil
 }
 
@@ -352,21 +359,14 @@ func (p *PolicyYAML) applyKinds(pol *Policy) error {
 
 // applyRates sets the rates (bit/s).
 func (p *PolicyYAML) applyRates(pol *Policy) error {
-	rates := []struct {
-		field string
-		s     string
-		dst   *uint64
-	}{{"static_rate", p.StaticRate, &pol.StaticRate}, {"static_ceil", p.StaticCeil, &pol.StaticCeil},
-		{"non_gbr_min", p.NonGBRMin, &pol.NonGBRMin}, {"default_rate", p.DefaultRate, &pol.DefaultRate}}
-	for _, r := range rates {
-		if r.s == "" {
-			continue
-		}
-		v, err := ParseRate(r.s)
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.field, err)
-		}
-		*r.dst = v
+	// The first bad rate, in the keys' order.
+	if err := cmp.Or(
+		rateText(p.StaticRate).get("static_rate", &pol.StaticRate),
+		rateText(p.StaticCeil).get("static_ceil", &pol.StaticCeil),
+		rateText(p.NonGBRMin).get("non_gbr_min", &pol.NonGBRMin),
+		rateText(p.DefaultRate).get("default_rate", &pol.DefaultRate),
+	); err != nil {
+		return err
 	}
 	if p.NonGBRMin != "" && p.DefaultRate == "" {
 		pol.DefaultRate = pol.NonGBRMin
@@ -479,8 +479,11 @@ func (fy flowYAML) flow() (Flow, error) {
 		f.Direction = d
 	}
 	// The first bad rate, in the keys' order.
-	if err := cmp.Or(fy.GBR.get("gbr", &f.GBR), fy.MBR.get("mbr", &f.MBR),
-		fy.SessionAMBR.get("session_ambr", &f.SessionAMBR)); err != nil {
+	if err := cmp.Or(
+		fy.GBR.get("gbr", &f.GBR),
+		fy.MBR.get("mbr", &f.MBR),
+		fy.SessionAMBR.get("session_ambr", &f.SessionAMBR),
+	); err != nil {
 		return f, err
 	}
 	if f.MBR != 0 && f.MBR < f.GBR {
