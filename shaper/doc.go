@@ -4,7 +4,8 @@
 // knobs kept uninterpreted in a KnobSet) and its one YAML form
 // (PolicyYAML, used by flows files and the watch config), admission (CheckPolicy, Admit: which flows
 // fit the link, with Problems naming the flow and field at fault), units
-// (ParseRate, FormatRate, ...), and the Backend interfaces (Writer,
+// (Rate and Size, read and written in tc's notation by ParseRate,
+// FormatRate, ...), and the Backend interfaces (Writer,
 // Reader) through which everything else reaches the kernel, with the neutral types a backend
 // reports in (Report, Change, Inspection, ClassState, Counters) and the one
 // way flows are matched to classes (Index) and checked (Verify).

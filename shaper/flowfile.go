@@ -2,6 +2,7 @@ package shaper
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +72,7 @@ type FlowsFile struct {
 }
 
 type fileYAML struct {
-	Link   string      `yaml:"link"`
+	Link   fileRate    `yaml:"link"`
 	Policy *PolicyYAML `yaml:"policy"`
 	// Flows are pointers so that a null entry ("- ~") is seen: yaml.v3
 	// drops null elements of a slice of structs without a word.
@@ -123,16 +124,58 @@ type PolicyYAML struct {
 const LegacyKnobsBackend = "htb"
 
 type flowYAML struct {
-	Name        string `yaml:"name"`
-	SEID        string `yaml:"seid"`
-	QER         string `yaml:"qer"`
-	QFI         string `yaml:"qfi"`
-	Direction   string `yaml:"direction"`
-	GBR         string `yaml:"gbr"`
-	MBR         string `yaml:"mbr"`
-	Mark        string `yaml:"mark"`
-	TEID        string `yaml:"teid"`
-	SessionAMBR string `yaml:"session_ambr"`
+	Name        string   `yaml:"name"`
+	SEID        string   `yaml:"seid"`
+	QER         string   `yaml:"qer"`
+	QFI         string   `yaml:"qfi"`
+	Direction   string   `yaml:"direction"`
+	GBR         fileRate `yaml:"gbr"`
+	MBR         fileRate `yaml:"mbr"`
+	Mark        string   `yaml:"mark"`
+	TEID        string   `yaml:"teid"`
+	SessionAMBR fileRate `yaml:"session_ambr"`
+}
+
+// fileRate is a rate a file gives under one key, read with Rate's
+// UnmarshalText. Decoding keeps a bad rate's error instead of failing
+// there: the file's structure is checked whole first (unknown keys, a
+// second document), and the error is reported after, with the flow and the
+// key it belongs to. An empty value is no rate, as an absent key is.
+type fileRate struct {
+	v     Rate
+	given bool
+	err   error
+}
+
+// rateText reads s as a fileRate.
+func rateText(s string) fileRate {
+	var r fileRate
+	if s != "" {
+		r.given, r.err = true, r.v.UnmarshalText([]byte(s))
+	}
+	return r
+}
+
+// UnmarshalYAML reads the value's text; a list or a map is yaml's own
+// error, which names the line.
+func (r *fileRate) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*r = rateText(s)
+	return nil
+}
+
+// get sets *dst to the rate if one was given; an error names key.
+func (r fileRate) get(key string, dst *uint64) error {
+	if r.err != nil {
+		return fmt.Errorf("%s: %w", key, r.err)
+	}
+	if r.given {
+		*dst = uint64(r.v)
+	}
+	return nil
 }
 
 // MaxFlowsFileSize bounds what LoadFlowsFile reads: a flows file for the
@@ -219,15 +262,15 @@ func ParseFlowsFile(name string, data []byte) (FlowsFile, error) {
 		return FlowsFile{}, err
 	}
 	ff := FlowsFile{Path: name}
-	if y.Link == "" {
+	if !y.Link.given {
 		return ff, fmt.Errorf("%s: link: missing (the bottleneck rate, e.g. 30mbit)", name)
 	}
-	link, err := ParseRate(y.Link)
-	if err != nil || link == 0 {
-		if err == nil {
-			err = errors.New("must be above 0")
-		}
-		return ff, fmt.Errorf("%s: link: %w", name, err)
+	var link uint64
+	if err := y.Link.get("link", &link); err != nil {
+		return ff, fmt.Errorf("%s: %w", name, err)
+	}
+	if link == 0 {
+		return ff, fmt.Errorf("%s: link: must be above 0", name)
 	}
 	ff.Policy = DefaultPolicy(link)
 	if y.Policy != nil {
@@ -316,21 +359,14 @@ func (p *PolicyYAML) applyKinds(pol *Policy) error {
 
 // applyRates sets the rates (bit/s).
 func (p *PolicyYAML) applyRates(pol *Policy) error {
-	rates := []struct {
-		field string
-		s     string
-		dst   *uint64
-	}{{"static_rate", p.StaticRate, &pol.StaticRate}, {"static_ceil", p.StaticCeil, &pol.StaticCeil},
-		{"non_gbr_min", p.NonGBRMin, &pol.NonGBRMin}, {"default_rate", p.DefaultRate, &pol.DefaultRate}}
-	for _, r := range rates {
-		if r.s == "" {
-			continue
-		}
-		v, err := ParseRate(r.s)
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.field, err)
-		}
-		*r.dst = v
+	// The first bad rate, in the keys' order.
+	if err := cmp.Or(
+		rateText(p.StaticRate).get("static_rate", &pol.StaticRate),
+		rateText(p.StaticCeil).get("static_ceil", &pol.StaticCeil),
+		rateText(p.NonGBRMin).get("non_gbr_min", &pol.NonGBRMin),
+		rateText(p.DefaultRate).get("default_rate", &pol.DefaultRate),
+	); err != nil {
+		return err
 	}
 	if p.NonGBRMin != "" && p.DefaultRate == "" {
 		pol.DefaultRate = pol.NonGBRMin
@@ -442,17 +478,13 @@ func (fy flowYAML) flow() (Flow, error) {
 		}
 		f.Direction = d
 	}
-	for _, r := range []struct {
-		field string
-		s     string
-		dst   *uint64
-	}{{"gbr", fy.GBR, &f.GBR}, {"mbr", fy.MBR, &f.MBR}, {"session_ambr", fy.SessionAMBR, &f.SessionAMBR}} {
-		if r.s == "" {
-			continue
-		}
-		if *r.dst, err = ParseRate(r.s); err != nil {
-			return f, fmt.Errorf("%s: %w", r.field, err)
-		}
+	// The first bad rate, in the keys' order.
+	if err := cmp.Or(
+		fy.GBR.get("gbr", &f.GBR),
+		fy.MBR.get("mbr", &f.MBR),
+		fy.SessionAMBR.get("session_ambr", &f.SessionAMBR),
+	); err != nil {
+		return f, err
 	}
 	if f.MBR != 0 && f.MBR < f.GBR {
 		return f, fmt.Errorf("mbr: MBR %s below GBR %s", FormatRate(f.MBR), FormatRate(f.GBR))

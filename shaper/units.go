@@ -100,6 +100,50 @@ func FormatSize(v uint32) string {
 	return fmt.Sprintf("%db", v)
 }
 
+// Rate is a rate in bit/s whose text is tc's notation: UnmarshalText reads
+// what ParseRate does ("30mbit", "1.5Mbit/s", "1200"), MarshalText and
+// String write what FormatRate does ("30mbit").
+type Rate uint64
+
+// String returns the rate in tc's notation ("30mbit").
+func (r Rate) String() string { return FormatRate(uint64(r)) }
+
+// MarshalText writes the rate as String does.
+func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a rate as ParseRate does, with its errors; r is left
+// as it was on an error.
+func (r *Rate) UnmarshalText(text []byte) error {
+	v, err := ParseRate(string(text))
+	if err != nil {
+		return err
+	}
+	*r = Rate(v)
+	return nil
+}
+
+// Size is a size in bytes whose text is tc's notation: UnmarshalText reads
+// what ParseSize does ("32k", "1514"), MarshalText and String write what
+// FormatSize does ("32k", "1514b").
+type Size uint32
+
+// String returns the size in tc's notation ("32k").
+func (z Size) String() string { return FormatSize(uint32(z)) }
+
+// MarshalText writes the size as String does.
+func (z Size) MarshalText() ([]byte, error) { return []byte(z.String()), nil }
+
+// UnmarshalText reads a size as ParseSize does, with its errors; z is left
+// as it was on an error.
+func (z *Size) UnmarshalText(text []byte) error {
+	v, err := ParseSize(string(text))
+	if err != nil {
+		return err
+	}
+	*z = Size(v)
+	return nil
+}
+
 // ParseUint parses a non-negative integer of at most bits bits, written in
 // decimal or with an explicit base prefix: 0x (hex) or 0o (octal). A
 // zero-padded number ("010") is refused rather than read as octal, the way

@@ -153,12 +153,10 @@ func (k Knobs) Encode() shaper.Knobs {
 		"leaf_target": us(k.Leaf.TargetUs), "classifier": string(k.Classifier), "pool": strconv.Itoa(k.Pool)}
 }
 
+// setSize sets a byte field as shaper.Size reads it ("32k"), leaving it
+// as it was on an error.
 func setSize(dst *uint32, v string) error {
-	n, err := shaper.ParseSize(v)
-	if err == nil {
-		*dst = n
-	}
-	return err
+	return (*shaper.Size)(dst).UnmarshalText([]byte(v))
 }
 
 func setUint(dst *uint32, v string, bits int) error {
