@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -68,14 +70,17 @@ func ppsFlows(n int) []shaper.Flow {
 	return fl
 }
 
-// ppsLab is one device, shaped by a backend or not, and a sender on it.
+// ppsLab is one device, shaped by a backend or not, and a sender on it,
+// beside a reference device with no qdisc and a sender of its own: the
+// timed rounds alternate between the two, so that a change of the
+// machine's load during the run moves both.
 type ppsLab struct {
-	ns  *testenv.NetNS
-	h   *netlink.Handle
-	dev string
-	tx  *marksend.Sender
-	be  shaper.Backend // nil: no qdisc
-	cpu int
+	ns      *testenv.NetNS
+	h       *netlink.Handle
+	dev     string
+	tx, ref *marksend.Sender
+	be      shaper.Backend // nil: no qdisc
+	cpu     int
 }
 
 // newPPSLab builds a veth whose peer drops the frames (a foreign MAC) and
@@ -88,6 +93,7 @@ func newPPSLab(b *testing.B, marks []uint32) *ppsLab {
 		l.ns.Run(b, "sysctl", "-qw", "net.ipv6.conf."+k+".disable_ipv6=1")
 	}
 	l.ns.AddVethPair(b, l.dev, "pps1")
+	l.ns.AddVethPair(b, "ppsr0", "ppsr1")
 	h, err := netlink.NewHandleAt(l.ns.Handle, unix.NETLINK_ROUTE)
 	if err != nil {
 		b.Fatal(err)
@@ -99,7 +105,12 @@ func newPPSLab(b *testing.B, marks []uint32) *ppsLab {
 		b.Fatalf("sender on %s: %v", l.dev, err)
 	}
 	b.Cleanup(func() { _ = tx.Close() })
-	l.tx = tx
+	ref, err := marksend.New(l.ns.Handle, "ppsr0", net.HardwareAddr{2, 0, 0, 0, 0, 9}, net.IPv4(10, 77, 1, 1), net.IPv4(10, 77, 1, 9), marks[:1])
+	if err != nil {
+		b.Fatalf("sender on ppsr0: %v", err)
+	}
+	b.Cleanup(func() { _ = ref.Close() })
+	l.tx, l.ref = tx, ref
 	return l
 }
 
@@ -146,19 +157,42 @@ func (l *ppsLab) txPackets(b *testing.B) uint64 {
 	return link.Attrs().Statistics.TxPackets
 }
 
-// bench is one timed run of b.N ops. It checks that every packet the
-// kernel took was counted by its own flow (a flow per mark, each mark
-// sent in turn), and reports packets per second out of the device.
+// ppsRounds is how many rounds each op alternates between the shaped and
+// the reference device.
+const ppsRounds = 5
+
+// bench is one timed run of b.N ops, each ppsRounds rounds of a share of
+// ppsPacketsPerOp packets on the shaped device, then as many on the
+// reference one. It checks that every packet the kernel took on the shaped
+// device was counted by its own flow (a flow per mark, each mark sent in
+// turn), and reports the shaped device's packets per second (the median
+// round), the reference's, and their ratio.
 func (l *ppsLab) bench(b *testing.B) {
 	before, tx0 := l.perFlow(b), l.txPackets(b)
+	per := ppsPacketsPerOp / ppsRounds
+	var shaped, ref []float64
+	var accepted, enobufs int
+	var cpu time.Duration
 	b.ResetTimer()
-	r := l.tx.Run(l.cpu, b.N*ppsPacketsPerOp)
-	b.StopTimer()
-	if r.Err != nil {
-		b.Fatal(r.Err)
+	for range b.N * ppsRounds {
+		r := l.tx.Run(l.cpu, per)
+		if r.Err != nil {
+			b.Fatal(r.Err)
+		}
+		accepted, enobufs, cpu = accepted+r.Accepted, enobufs+r.ENOBUFS, cpu+r.CPU
+		shaped = append(shaped, float64(r.Accepted)/r.Elapsed.Seconds())
+		rr := l.ref.Run(l.cpu, per)
+		if rr.Err != nil {
+			b.Fatal(rr.Err)
+		}
+		ref = append(ref, float64(rr.Accepted)/rr.Elapsed.Seconds())
 	}
-	after := l.perFlow(b)
+	b.StopTimer()
+	if out := l.txPackets(b) - tx0; out < uint64(accepted) {
+		b.Fatalf("the kernel took %d packets but %s sent %d", accepted, l.dev, out)
+	}
 	if l.be != nil {
+		after := l.perFlow(b)
 		var counted uint64
 		hit := 0
 		for id, n := range after {
@@ -167,21 +201,26 @@ func (l *ppsLab) bench(b *testing.B) {
 				hit++
 			}
 		}
-		if counted < uint64(r.Accepted) || hit != min(len(after), r.Accepted) {
-			b.Fatalf("%d packets sent: %d counted by %d flows, want every one by its own flow (%d flows)", r.Accepted, counted, hit, len(after))
+		if counted < uint64(accepted) || hit != min(len(after), accepted) {
+			b.Fatalf("%d packets sent: %d counted by %d flows, want every one by its own flow (%d flows)", accepted, counted, hit, len(after))
 		}
 	}
-	out := l.txPackets(b) - tx0
-	b.ReportMetric(float64(out)/r.Elapsed.Seconds(), "pps")
-	b.ReportMetric(float64(r.CPU.Nanoseconds())/float64(max(out, 1)), "cpu-ns/pkt")
-	b.ReportMetric(float64(r.ENOBUFS), "enobufs")
+	slices.Sort(shaped)
+	slices.Sort(ref)
+	pps, refPPS := shaped[len(shaped)/2], ref[len(ref)/2]
+	b.ReportMetric(pps, "pps")
+	b.ReportMetric(refPPS, "unshaped-pps")
+	b.ReportMetric(pps/refPPS, "of-unshaped")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(accepted, 1)), "cpu-ns/pkt")
+	b.ReportMetric(float64(enobufs), "enobufs")
 }
 
 // BenchmarkDatapathBackends measures packets per second out of one veth,
 // one pinned sending core, 60-byte frames with the next flow's mark in
 // turn: with no qdisc, then the htb and the edt backends at 3 and 10,000
 // flows (and GTPQOS_BENCH_MAX), each opened and applied as `gtpqos apply`
-// does. edt needs sch_fq (the Debian kernels of the VM): without it, its
+// does, each case alternating with an unshaped veth beside it (reported
+// as unshaped-pps and the ratio of-unshaped: compare backends by it). edt needs sch_fq (the Debian kernels of the VM): without it, its
 // cases skip with the backend's own refusal.
 //
 //	go test -run '^$' -bench DatapathBackends -benchtime 1x ./shaper/backends/
