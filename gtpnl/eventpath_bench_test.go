@@ -24,6 +24,7 @@ import (
 	"github.com/free5gc/gtpqos/qosview"
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/backends"
+	"github.com/free5gc/gtpqos/shaper/edtbackend"
 	"github.com/free5gc/gtpqos/shaper/htb/plan"
 	"github.com/free5gc/gtpqos/tests/testenv"
 	"github.com/free5gc/gtpqos/watch"
@@ -45,23 +46,43 @@ const (
 	epHeapEnv = "GTPQOS_BENCH_HEAPPROFILE"
 )
 
-// epCase is one measured configuration: base flows and the policy's pool.
+// epCase is one measured configuration: the backend, base flows and (htb)
+// the policy's pool.
 type epCase struct {
+	backend     string
 	flows, pool int
 }
 
-func (c epCase) String() string { return fmt.Sprintf("flows-%d/pool-%d", c.flows, c.pool) }
+func (c epCase) String() string {
+	if c.backend == edtbackend.Name {
+		return fmt.Sprintf("edt/flows-%d", c.flows)
+	}
+	return fmt.Sprintf("flows-%d/pool-%d", c.flows, c.pool)
+}
 
-// epCases are the default cases, and the largest with GTPQOS_BENCH_MAX set
-// to plan.MaxClasses.
+// epEdtMax is the largest edt case: its maps' million sessions.
+const epEdtMax = 1_000_000
+
+// epCases are the default cases (edt's where the kernel has sch_fq), and
+// the largest with GTPQOS_BENCH_MAX set to plan.MaxClasses (htb) or to
+// 1000000 (edt).
 func epCases(b *testing.B) []epCase {
-	cases := []epCase{{1_000, 64}, {1_000, 0}, {10_000, 64}, {10_000, 0}}
+	cases := []epCase{{"htb", 1_000, 64}, {"htb", 1_000, 0}, {"htb", 10_000, 64}, {"htb", 10_000, 0}}
+	edt := edtbackend.Probe() == nil
+	if edt {
+		cases = append(cases, epCase{edtbackend.Name, 1_000, 0}, epCase{edtbackend.Name, 10_000, 0})
+	}
 	switch v := os.Getenv(epMaxEnv); v {
 	case "":
 	case strconv.Itoa(plan.MaxClasses):
-		cases = append(cases, epCase{plan.MaxClasses - 64, 64})
+		cases = append(cases, epCase{"htb", plan.MaxClasses - 64, 64})
+	case strconv.Itoa(epEdtMax):
+		if !edt {
+			b.Skipf("%s=%s: the edt backend cannot run here: %v", epMaxEnv, v, edtbackend.Probe())
+		}
+		cases = append(cases, epCase{edtbackend.Name, epEdtMax - 1, 0}) // room for the one added
 	default:
-		b.Fatalf("%s=%q: set it to %d to add the largest tree", epMaxEnv, v, plan.MaxClasses)
+		b.Fatalf("%s=%q: set it to %d to add the largest htb tree, or %d for edt's", epMaxEnv, v, plan.MaxClasses, epEdtMax)
 	}
 	return cases
 }
@@ -205,6 +226,21 @@ func procStatusMB(b *testing.B, field string) float64 {
 	return 0
 }
 
+// epPolicy is the case's policy: a 100 Gbit/s link, 1 Mbit/s kept for
+// non-GBR flows; htb's with the case's pool and FIFO leaves (the host
+// kernel has no fq_codel).
+func epPolicy(c epCase) shaper.Policy {
+	if c.backend == edtbackend.Name {
+		pol := shaper.DefaultPolicy(100e9)
+		pol.NonGBRMin, pol.Backend = 1e6, c.backend
+		return pol
+	}
+	hp := plan.DefaultPolicy(100e9)
+	hp.NonGBRMin, hp.Pool = 1e6, c.pool
+	hp.Leaf.Kind = plan.LeafFIFO
+	return hp.Shaper()
+}
+
 // newEPLab starts the engine on c.flows sessions and waits for their
 // classes and, with a pool, its spares.
 func newEPLab(b *testing.B, c epCase) *epLab {
@@ -217,11 +253,8 @@ func newEPLab(b *testing.B, c epCase) *epLab {
 		b.Fatalf("netlink handle in %s: %v", ns.Name, err)
 	}
 	l.cleanup = append(l.cleanup, h.Close)
-	hp := plan.DefaultPolicy(100e9)
-	hp.NonGBRMin, hp.Pool = 1e6, c.pool
-	hp.Leaf.Kind = plan.LeafFIFO // the host kernel has no fq_codel
-	pol := hp.Shaper()
-	be, err := backends.Open(dev, backends.Options{NetNS: ns.Handle, Incremental: true, N3: dev, OnPool: l.obs.pool})
+	pol := epPolicy(c)
+	be, err := backends.Open(dev, backends.Options{Backend: c.backend, Policy: &pol, NetNS: ns.Handle, Incremental: true, N3: dev, OnPool: l.obs.pool})
 	if err != nil {
 		b.Fatalf("open backend on %s: %v", dev, err)
 	}

@@ -28,24 +28,9 @@ var (
 //	GTPQOS_VM=1 go test -run '^$' -bench VMDatapathBackends -benchtime 1x ./tests/vm/
 //	GTPQOS_VM=1 GTPQOS_BENCH_MAX=1000000 go test -run '^$' -bench VMDatapathBackends -benchtime 1x -timeout 60m ./tests/vm/
 func BenchmarkVMDatapathBackends(b *testing.B) {
-	Require(b)
-	bin := BuildTestBinary(b, "./shaper/backends/")
-	env := map[string]string{}
-	mem := 2048
-	if v := os.Getenv("GTPQOS_BENCH_MAX"); v != "" {
-		env["GTPQOS_BENCH_MAX"] = v
-		mem = 6144 // a million flows' maps, plan and read-back
-	}
-	script := "set -e\n" + bin.Script("bin/backends.test", "-test.run", "^$", "-test.bench", "DatapathBackends",
-		"-test.benchtime", "1x", "-test.v", "-test.timeout", "50m")
 	for range b.N {
-		res := Run(b, Config{Script: script, Files: map[string]string{"bin/backends.test": bin.HostPath},
-			Modules: []string{"sch_fq"}, Env: env, MemoryMiB: mem, Timeout: 55 * time.Minute})
-		if res.ExitCode != 0 {
-			b.Fatalf("the datapath benchmark in the VM exited %d", res.ExitCode)
-		}
 		pps, ratio := map[string]float64{}, map[string]float64{}
-		for _, l := range strings.Split(res.Output, "\n") {
+		for _, l := range runGuestBench(b, "./shaper/backends/", "DatapathBackends") {
 			m := benchLineRE.FindStringSubmatch(l)
 			r := benchRatioRE.FindStringSubmatch(l)
 			if m == nil || r == nil {
@@ -63,4 +48,53 @@ func BenchmarkVMDatapathBackends(b *testing.B) {
 			b.ReportMetric(ratio[name], name+"-of-unshaped")
 		}
 	}
+}
+
+// BenchmarkVMEventToClassEdt runs gtpnl's BenchmarkEventToClass for the
+// edt backend in the guest (sch_fq): `gtpqos watch`'s path from a gtp5g
+// event to the session's map entries, at 1,000 and 10,000 sessions (and a
+// million with GTPQOS_BENCH_MAX=1000000), with its build from empty, heap
+// and resident set; the lines are the guest benchmark's own.
+//
+//	GTPQOS_VM=1 go test -run '^$' -bench VMEventToClassEdt -benchtime 1x -v ./tests/vm/
+func BenchmarkVMEventToClassEdt(b *testing.B) {
+	for range b.N {
+		n := 0
+		for _, l := range runGuestBench(b, "./gtpnl/", "EventToClass/edt") {
+			if strings.HasPrefix(l, "BenchmarkEventToClass/edt") {
+				b.Log(l)
+				n++
+			}
+		}
+		if n == 0 {
+			b.Fatal("the guest reported no edt case")
+		}
+	}
+}
+
+// runGuestBench boots the guest with sch_fq and runs pkg's benchmarks
+// matching bench there once (-test.benchtime 1x), with GTPQOS_BENCH_MAX
+// passed on (and the guest's memory raised for it), and returns the
+// guest's output lines with the harness's prefix taken off.
+func runGuestBench(b *testing.B, pkg, bench string) []string {
+	b.Helper()
+	Require(b)
+	bin := BuildTestBinary(b, pkg)
+	env, mem := map[string]string{}, 2048
+	if v := os.Getenv("GTPQOS_BENCH_MAX"); v != "" {
+		env["GTPQOS_BENCH_MAX"] = v
+		mem = 6144 // a million flows' maps, plan and read-back
+	}
+	name := "bin/" + strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_") + ".test"
+	script := "set -e\n" + bin.Script(name, "-test.run", "^$", "-test.bench", bench, "-test.benchtime", "1x", "-test.v", "-test.timeout", "50m")
+	res := Run(b, Config{Script: script, Files: map[string]string{name: bin.HostPath},
+		Modules: []string{"sch_fq"}, Env: env, MemoryMiB: mem, Timeout: 55 * time.Minute})
+	if res.ExitCode != 0 {
+		b.Fatalf("%s -test.bench %s in the VM exited %d", pkg, bench, res.ExitCode)
+	}
+	var out []string
+	for _, l := range strings.Split(res.Output, "\n") {
+		out = append(out, strings.TrimSpace(l))
+	}
+	return out
 }
