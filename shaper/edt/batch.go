@@ -64,7 +64,7 @@ func batch[V any](name string, update batchFunc, keys []uint32, vals []V) error 
 	for lo := 0; lo < len(keys); lo += batchChunk {
 		hi := min(lo+batchChunk, len(keys))
 		if _, err := update(keys[lo:hi], vals[lo:hi], nil); err != nil {
-			return fmt.Errorf("edt: map %s: batch update of entries %d..%d (key %d first): %w", name, lo, hi-1, keys[lo], err)
+			return fmt.Errorf("edt: map %s: batch update of entries %d..%d (key %d first): %w", name, lo, hi-1, keys[lo], mapFull(err))
 		}
 	}
 	return nil

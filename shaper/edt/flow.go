@@ -123,7 +123,7 @@ func (p *Pacer) AddFlow(id uint32, s FlowSpec) error {
 		if errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("edt: flow %d exists", id)
 		}
-		return fmt.Errorf("edt: map flows: add flow %d: %w", id, err)
+		return fmt.Errorf("edt: map flows: add flow %d: %w", id, mapFull(err))
 	}
 	for i, m := range s.Marks {
 		if err := p.objs.Marks.Update(m, id, ebpf.UpdateNoExist); err != nil {
@@ -132,7 +132,7 @@ func (p *Pacer) AddFlow(id uint32, s FlowSpec) error {
 			if errors.Is(err, ebpf.ErrKeyExist) && p.objs.Marks.Lookup(m, &holder) == nil {
 				return fmt.Errorf("edt: flow %d: mark %#x belongs to flow %d", id, m, holder)
 			}
-			return fmt.Errorf("edt: map marks: flow %d: add mark %#x: %w", id, m, err)
+			return fmt.Errorf("edt: map marks: flow %d: add mark %#x: %w", id, m, mapFull(err))
 		}
 	}
 	return nil

@@ -18,7 +18,7 @@ func (p *Pacer) AddSession(id uint32, ambr uint64) error {
 		if errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("edt: session %d exists", id)
 		}
-		return fmt.Errorf("edt: map sessions: add session %d: %w", id, err)
+		return fmt.Errorf("edt: map sessions: add session %d: %w", id, mapFull(err))
 	}
 	return nil
 }
