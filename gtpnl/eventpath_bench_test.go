@@ -233,6 +233,8 @@ func epPolicy(c epCase) shaper.Policy {
 	if c.backend == edtbackend.Name {
 		pol := shaper.DefaultPolicy(100e9)
 		pol.NonGBRMin, pol.Backend = 1e6, c.backend
+		// Maps with room for every session and the ones added.
+		pol.BackendKnobs = pol.BackendKnobs.With(c.backend, shaper.Knobs{"sessions": strconv.Itoa(max(c.flows+epRounds, 65536))})
 		return pol
 	}
 	hp := plan.DefaultPolicy(100e9)

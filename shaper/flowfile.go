@@ -104,6 +104,8 @@ type PolicyYAML struct {
 	DelayBudgets map[string]string `yaml:"delay_budgets"`
 	// HTB holds the HTB backend's knobs (package shaper/htb, Knobs).
 	HTB Knobs `yaml:"htb"`
+	// EDT holds the edt backend's knobs (package shaper/edtbackend).
+	EDT Knobs `yaml:"edt"`
 	// The HTB knobs as the top-level keys policies gave them before each
 	// backend had its own key: each reads as the same key under htb:, and
 	// giving a key both ways is refused.
@@ -391,7 +393,7 @@ func (p *PolicyYAML) legacyKnobs() Knobs {
 // sections are the policy's backend sections by backend name: adding a
 // backend with knobs adds its key to PolicyYAML and here.
 func (p *PolicyYAML) sections() map[string]Knobs {
-	return map[string]Knobs{"htb": p.HTB}
+	return map[string]Knobs{"htb": p.HTB, "edt": p.EDT}
 }
 
 // applyKnobs checks the backends' knobs (the top-level keys and each

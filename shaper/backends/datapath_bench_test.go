@@ -119,6 +119,9 @@ func newPPSLab(b *testing.B, marks []uint32) *ppsLab {
 func (l *ppsLab) shape(b *testing.B, name string, flows []shaper.Flow) {
 	pol := shaper.DefaultPolicy(ppsLink)
 	pol.Backend = name
+	if name == "edt" { // maps with room for every flow (two flows a session)
+		pol.BackendKnobs = pol.BackendKnobs.With("edt", shaper.Knobs{"sessions": strconv.Itoa(max(len(flows)/2, 1))})
+	}
 	be, err := Open(l.dev, Options{Backend: name, NetNS: l.ns.Handle, Policy: &pol, Writer: "bench", LockDir: b.TempDir()})
 	if err != nil {
 		b.Fatalf("open %s: %v", name, err)

@@ -92,7 +92,7 @@ func (b *Backend) write(link netlink.Link, p *Plan, rep *shaper.Report) (err err
 	if root.foreign != "" && !b.opt.Force {
 		return fmt.Errorf("dev %s: root qdisc %s: %w (the edt backend's root is htb %x:); use --force to replace it", b.dev, root.foreign, shaper.ErrNotOwned, Major)
 	}
-	pc, fresh, err := b.pacerFor(p.Overhead)
+	pc, fresh, err := b.pacerFor(p)
 	if err != nil {
 		return err
 	}

@@ -66,22 +66,47 @@ func (b *Backend) adopt() (*edt.Pacer, error) {
 	return p, nil
 }
 
-// pacerFor returns a program with the given overhead: the one held or
-// pinned, or a new one (whose maps start empty) when there is none or it
-// was loaded for another overhead. fresh says it is new.
-func (b *Backend) pacerFor(overhead uint32) (p *edt.Pacer, fresh bool, err error) {
-	if p, err = b.adopt(); err != nil {
+// pacerFor returns a program for p: the one held or pinned, or a new one
+// (whose maps start empty) when there is none, it was loaded for another
+// overhead, or its maps have less room than p's policy asks for (maps
+// are sized at load). fresh says it is new. A plan that does not fit the
+// program's maps is refused before anything is written.
+func (b *Backend) pacerFor(p *Plan) (pc *edt.Pacer, fresh bool, err error) {
+	if pc, err = b.adopt(); err != nil {
 		return nil, false, err
 	}
-	if p != nil && p.Options().Overhead == overhead {
-		return p, false, nil
+	if pc == nil || pc.Options().Overhead != p.Overhead || pc.Options().Sessions < p.Room {
+		n := max(p.Room, b.opt.Sessions)
+		if pc, err = edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Overhead: p.Overhead}); err != nil {
+			return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
+		}
+		fresh = true
 	}
-	n := b.opt.Sessions
-	np, err := edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Overhead: overhead})
-	if err != nil {
+	if err := fits(p, pc.Options()); err != nil {
+		if fresh {
+			_ = pc.Close()
+		}
 		return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 	}
-	return np, true, nil
+	return pc, fresh, nil
+}
+
+// fits says whether p's sessions, flows and marks fit in maps of o's
+// sizes, naming the first that does not and the knob that sizes them.
+func fits(p *Plan, o edt.LoadOptions) error {
+	marks := 0
+	for _, f := range p.Flows {
+		marks += len(f.Spec.Marks)
+	}
+	for _, m := range []struct {
+		name       string
+		need, room int
+	}{{"sessions", len(p.Sessions), o.Sessions}, {"flows", len(p.Flows), o.Flows}, {"marks", marks, o.Marks}} {
+		if m.need > m.room {
+			return fmt.Errorf("edt: %d %s do not fit in the program's %s map (room for %d, sized for %d sessions): give the policy `edt: {sessions: N}` with room for them", m.need, m.name, m.name, m.room, o.Sessions)
+		}
+	}
+	return nil
 }
 
 // install makes p the held program (closing the one it replaces) and pins

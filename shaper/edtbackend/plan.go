@@ -65,6 +65,9 @@ type Plan struct {
 	Flows    []PlannedFlow
 	// Sessions are the AMBRs (bit/s) by session id (the SEID).
 	Sessions map[uint32]uint64
+	// Room is the sessions the policy's `edt: {sessions: N}` asks the maps
+	// to hold (0: the backend's default).
+	Room     int
 	Problems []shaper.Problem
 }
 
@@ -75,8 +78,12 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 	if !ok {
 		return &Plan{Problems: probs}
 	}
+	k, err := DecodeKnobs(pol.BackendKnobs.Of(Name))
+	if err != nil {
+		return &Plan{Problems: append(probs, shaper.Problem{Kind: shaper.BadPolicy, Severity: shaper.Error, Name: "policy", Field: "edt", Detail: err.Error()})}
+	}
 	ad := shaper.Admit(flows, pol, nil, checkFlow)
-	p := &Plan{Link: pol.LinkRate, Sessions: map[uint32]uint64{}, Problems: append(probs, ad.Problems...)}
+	p := &Plan{Link: pol.LinkRate, Sessions: map[uint32]uint64{}, Room: k.Sessions, Problems: append(probs, ad.Problems...)}
 	if pol.Accounting == shaper.AccountPacket {
 		p.Overhead = pol.Overhead.Bytes
 	}
