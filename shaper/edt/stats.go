@@ -26,6 +26,9 @@ type Stats struct {
 	// NotIP counts paced packets that were neither IPv4 nor IPv6: their
 	// tstamp was written without the delivery-time type.
 	NotIPPackets uint64
+	// GTPU counts packets found by their (TEID, QFI), no mark naming a
+	// flow; Frag the non-first fragments that followed their first.
+	GTPUPackets, FragPackets uint64
 }
 
 // Stats reads the program's global counters.
@@ -41,6 +44,8 @@ func (p *Pacer) Stats() (Stats, error) {
 		s.StalePackets += c.StalePkts
 		s.NoSessionPackets += c.NoSessionPkts
 		s.NotIPPackets += c.NotIpPkts
+		s.GTPUPackets += c.GtpuPkts
+		s.FragPackets += c.FragPkts
 	}
 	return s, nil
 }
@@ -52,7 +57,11 @@ func (p *Pacer) MapMemory() (map[string]uint64, error) {
 	for name, m := range map[string]*ebpf.Map{
 		edtMapSessions: p.objs.Sessions, edtMapFlows: p.objs.Flows, edtMapMarks: p.objs.Marks,
 		edtMapConfig: p.objs.Config, edtMapStats: p.objs.Stats,
+		edtMapTeids: p.objs.Teids, edtMapFrags: p.objs.Frags,
 	} {
+		if m == nil {
+			continue
+		}
 		n, err := memlock(m.FD())
 		if err != nil {
 			return nil, fmt.Errorf("edt: map %s: %w", name, err)
