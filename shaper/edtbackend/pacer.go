@@ -66,18 +66,20 @@ func (b *Backend) adopt() (*edt.Pacer, error) {
 	return p, nil
 }
 
-// pacerFor returns a program with the given overhead: the one held or
-// pinned, or a new one (whose maps start empty) when there is none or it
-// was loaded for another overhead. fresh says it is new.
-func (b *Backend) pacerFor(overhead uint32) (p *edt.Pacer, fresh bool, err error) {
+// pacerFor returns a program with the given overhead and link layer (l3:
+// none in front of IPv4): the one held or pinned, or a new one (whose maps
+// start empty) when there is none, or it was loaded for another overhead
+// or link layer, or by a gtpqos whose program finds flows by mark only.
+// fresh says it is new.
+func (b *Backend) pacerFor(overhead uint32, l3 bool) (p *edt.Pacer, fresh bool, err error) {
 	if p, err = b.adopt(); err != nil {
 		return nil, false, err
 	}
-	if p != nil && p.Options().Overhead == overhead {
+	if p != nil && p.Options().Overhead == overhead && p.Options().L3 == l3 && p.Current() {
 		return p, false, nil
 	}
 	n := b.opt.Sessions
-	np, err := edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Overhead: overhead})
+	np, err := edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Overhead: overhead, L3: l3})
 	if err != nil {
 		return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/edt"
 )
@@ -52,6 +53,11 @@ func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 	}
 	if unpinned {
 		lines = append(lines, fmt.Sprintf("dev %s: removed the edt program's pins (program and maps)", b.dev))
+	}
+	if b.opt.Marker != nil {
+		if err := b.opt.Marker.Remove(ctx, classify.Env{Handle: b.h, Link: link, Root: ClassID(0)}); err != nil {
+			return lines, fmt.Errorf("dev %s: uplink marks on N3: %w", b.dev, err)
+		}
 	}
 	if len(lines) == 0 {
 		lines = append(lines, fmt.Sprintf("dev %s: no gtpqos edt tree, program or pins (nothing removed)", b.dev))
