@@ -68,4 +68,3 @@ func planEDT(flows []shaper.Flow, pol shaper.Policy, _ shaper.Direction, why str
 	}
 	return out, nil
 }
-
