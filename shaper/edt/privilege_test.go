@@ -13,9 +13,9 @@ import (
 const childEnv = "GTPQOS_EDT_CAPS_CHILD"
 
 // The pacer loads, takes a flow by mark and one by (TEID, QFI) and runs
-// with CAP_BPF and CAP_NET_ADMIN alone (the test binary re-runs itself under setpriv with no other
-// capability in its bounding set); with either one missing, Load fails
-// naming it.
+// with CAP_BPF and CAP_NET_ADMIN alone (the test binary re-runs itself
+// under setpriv with no other capability in its bounding set); with
+// either one missing, Load fails naming it.
 func TestCapabilities(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		capsChild(t)
