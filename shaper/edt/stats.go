@@ -34,6 +34,9 @@ type Stats struct {
 // Stats reads the program's global counters.
 func (p *Pacer) Stats() (Stats, error) {
 	var per []edtEdtStats
+	if p.opts.noKeys {
+		return p.statsByMark()
+	}
 	if err := p.objs.Stats.Lookup(uint32(0), &per); err != nil {
 		return Stats{}, fmt.Errorf("edt: map stats: %w", err)
 	}
@@ -46,6 +49,24 @@ func (p *Pacer) Stats() (Stats, error) {
 		s.NotIPPackets += c.NotIpPkts
 		s.GTPUPackets += c.GtpuPkts
 		s.FragPackets += c.FragPkts
+	}
+	return s, nil
+}
+
+// statsByMark reads the counters of a program pinned by a gtpqos that
+// found flows by mark only (five counters a CPU).
+func (p *Pacer) statsByMark() (Stats, error) {
+	var per []struct{ UnknownPkts, UnknownBytes, StalePkts, NoSessionPkts, NotIPPkts uint64 }
+	if err := p.objs.Stats.Lookup(uint32(0), &per); err != nil {
+		return Stats{}, fmt.Errorf("edt: map stats: %w", err)
+	}
+	var s Stats
+	for _, c := range per {
+		s.UnknownPackets += c.UnknownPkts
+		s.UnknownBytes += c.UnknownBytes
+		s.StalePackets += c.StalePkts
+		s.NoSessionPackets += c.NoSessionPkts
+		s.NotIPPackets += c.NotIPPkts
 	}
 	return s, nil
 }

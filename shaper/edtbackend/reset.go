@@ -12,8 +12,10 @@ import (
 )
 
 // Reset implements shaper.Writer: it removes the program's filter (and a
-// clsact only gtpqos added), the tree rooted at 6765: and the pins, and
-// nothing else; one line per thing removed.
+// clsact only gtpqos added), any GTP-U classifier filter of gtpqos's on
+// the device (on N3, the ingress program that marks stock gtp5g's uplink),
+// the tree rooted at 6765: and the pins, and nothing else; one line per
+// thing removed.
 func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -36,6 +38,14 @@ func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 			return lines, err
 		}
 		lines = append(lines, fmt.Sprintf("dev %s: removed filter %s from clsact egress", b.dev, FilterName))
+	}
+	// The GTP-U classifier's N3 ingress program (stock gtp5g's uplink
+	// marks, which the N6 tree's program finds flows by), as the HTB
+	// backend's reset removes it.
+	more, err := gtpu.RemoveAll(b.h, link)
+	lines = append(lines, more...)
+	if err != nil {
+		return lines, err
 	}
 	root, err := b.readRoot(link)
 	if err != nil {
