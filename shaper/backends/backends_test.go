@@ -80,3 +80,23 @@ func TestKeepBindingKeepsTheClassifierOnly(t *testing.T) {
 		t.Errorf("kept knobs %v, want classifier gtpu and the new burst", got)
 	}
 }
+
+// The edt backend takes unmarked packets (stock gtp5g): by (TEID, QFI) on
+// N3, by the N3 ingress program's marks on N6, which needs the shared
+// classifier; marked packets by mark.
+func TestCheckEDT(t *testing.T) {
+	pol := shaper.DefaultPolicy(30e6)
+	pol.Backend = "edt"
+	if how, err := Check(pol, Options{Marks: Unmarked}); err != nil || !strings.Contains(how, "(TEID, QFI)") {
+		t.Errorf("unmarked: %q, %v", how, err)
+	}
+	if how, err := Check(pol, Options{Marks: Unmarked, Direction: shaper.Uplink, Shared: NewShared("n3")}); err != nil || !strings.Contains(how, "marks on N6") {
+		t.Errorf("unmarked uplink with the shared classifier: %q, %v", how, err)
+	}
+	if _, err := Check(pol, Options{Marks: Unmarked, Direction: shaper.Uplink}); err == nil || !strings.Contains(err.Error(), "N3 device's ingress program") {
+		t.Errorf("unmarked uplink alone: %v", err)
+	}
+	if how, err := Check(pol, Options{Marks: Marked}); err != nil || how != "edt program by mark" {
+		t.Errorf("marked: %q, %v", how, err)
+	}
+}

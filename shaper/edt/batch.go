@@ -35,13 +35,14 @@ func (p *Pacer) AddSessions(ss []Session) error {
 	return batch("sessions", p.objs.Sessions.BatchUpdate, keys, vals)
 }
 
-// AddFlows writes many flows, then their marks, with batch updates. Every
+// AddFlows writes many flows, then their marks and keys, with batch updates. Every
 // spec is checked before the first write; ids and marks already in the
 // maps are overwritten.
 func (p *Pacer) AddFlows(fs []Flow) error {
 	keys := make([]uint32, len(fs))
 	vals := make([]edtFlow, len(fs))
-	var marks, ids []uint32
+	var marks, ids, kids []uint32
+	var fkeys []edtFlowKey
 	for i, f := range fs {
 		if err := f.Spec.check(f.ID); err != nil {
 			return err
@@ -51,20 +52,33 @@ func (p *Pacer) AddFlows(fs []Flow) error {
 			marks = append(marks, m)
 			ids = append(ids, f.ID)
 		}
+		for _, k := range f.Spec.Keys {
+			fkeys = append(fkeys, k.mapKey())
+			kids = append(kids, f.ID)
+		}
+	}
+	if len(fkeys) > 0 && p.objs.Teids == nil {
+		return fmt.Errorf("edt: this program has no (TEID, QFI) map (pinned by an older gtpqos)")
 	}
 	if err := batch("flows", p.objs.Flows.BatchUpdate, keys, vals); err != nil {
 		return err
 	}
-	return batch("marks", p.objs.Marks.BatchUpdate, marks, ids)
+	if err := batch("marks", p.objs.Marks.BatchUpdate, marks, ids); err != nil {
+		return err
+	}
+	if len(fkeys) == 0 {
+		return nil
+	}
+	return batch("teids", p.objs.Teids.BatchUpdate, fkeys, kids)
 }
 
 type batchFunc func(keys, values any, opts *ebpfBatchOptions) (int, error)
 
-func batch[V any](name string, update batchFunc, keys []uint32, vals []V) error {
+func batch[K, V any](name string, update batchFunc, keys []K, vals []V) error {
 	for lo := 0; lo < len(keys); lo += batchChunk {
 		hi := min(lo+batchChunk, len(keys))
 		if _, err := update(keys[lo:hi], vals[lo:hi], nil); err != nil {
-			return fmt.Errorf("edt: map %s: batch update of entries %d..%d (key %d first): %w", name, lo, hi-1, keys[lo], mapFull(err))
+			return fmt.Errorf("edt: map %s: batch update of entries %d..%d (key %v first): %w", name, lo, hi-1, keys[lo], mapFull(err))
 		}
 	}
 	return nil

@@ -17,6 +17,8 @@ type edtEdtConfig struct {
 	_            structs.HostLayout
 	DefaultClass uint32
 	Overhead     uint32
+	L2Len        uint32
+	Pad          uint32
 }
 
 type edtEdtStats struct {
@@ -26,6 +28,8 @@ type edtEdtStats struct {
 	StalePkts     uint64
 	NoSessionPkts uint64
 	NotIpPkts     uint64
+	GtpuPkts      uint64
+	FragPkts      uint64
 }
 
 type edtFlow struct {
@@ -53,6 +57,22 @@ type edtFlow struct {
 	DropBytes  uint64
 }
 
+type edtFlowKey struct {
+	_    structs.HostLayout
+	Teid uint32
+	Qfi  uint8
+	Pad  [3]uint8
+}
+
+type edtFragKey struct {
+	_     structs.HostLayout
+	Saddr uint32
+	Daddr uint32
+	Id    uint16
+	Proto uint8
+	Dir   uint8
+}
+
 type edtSession struct {
 	_    structs.HostLayout
 	Lock struct {
@@ -70,11 +90,14 @@ type edtSession struct {
 const (
 	edtMapConfig     = "config"
 	edtMapFlows      = "flows"
+	edtMapFrags      = "frags"
 	edtMapMarks      = "marks"
 	edtMapSessions   = "sessions"
 	edtMapStats      = "stats"
+	edtMapTeids      = "teids"
 	edtProgEdtEgress = "edt_egress"
 	edtVarEcho       = "echo"
+	edtVarL2Len      = "l2_len"
 	edtVarOverhead   = "overhead"
 )
 
@@ -129,9 +152,11 @@ type edtProgramSpecs struct {
 type edtMapSpecs struct {
 	Config   *ebpf.MapSpec `ebpf:"config"`
 	Flows    *ebpf.MapSpec `ebpf:"flows"`
+	Frags    *ebpf.MapSpec `ebpf:"frags"`
 	Marks    *ebpf.MapSpec `ebpf:"marks"`
 	Sessions *ebpf.MapSpec `ebpf:"sessions"`
 	Stats    *ebpf.MapSpec `ebpf:"stats"`
+	Teids    *ebpf.MapSpec `ebpf:"teids"`
 }
 
 // edtVariableSpecs contains global variables before they are loaded into the kernel.
@@ -139,6 +164,7 @@ type edtMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type edtVariableSpecs struct {
 	Echo     *ebpf.VariableSpec `ebpf:"echo"`
+	L2Len    *ebpf.VariableSpec `ebpf:"l2_len"`
 	Overhead *ebpf.VariableSpec `ebpf:"overhead"`
 }
 
@@ -164,18 +190,22 @@ func (o *edtObjects) Close() error {
 type edtMaps struct {
 	Config   *ebpf.Map `ebpf:"config"`
 	Flows    *ebpf.Map `ebpf:"flows"`
+	Frags    *ebpf.Map `ebpf:"frags"`
 	Marks    *ebpf.Map `ebpf:"marks"`
 	Sessions *ebpf.Map `ebpf:"sessions"`
 	Stats    *ebpf.Map `ebpf:"stats"`
+	Teids    *ebpf.Map `ebpf:"teids"`
 }
 
 func (m *edtMaps) Close() error {
 	return _EdtClose(
 		m.Config,
 		m.Flows,
+		m.Frags,
 		m.Marks,
 		m.Sessions,
 		m.Stats,
+		m.Teids,
 	)
 }
 
@@ -184,6 +214,7 @@ func (m *edtMaps) Close() error {
 // It can be passed to loadEdtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type edtVariables struct {
 	Echo     *ebpf.Variable `ebpf:"echo"`
+	L2Len    *ebpf.Variable `ebpf:"l2_len"`
 	Overhead *ebpf.Variable `ebpf:"overhead"`
 }
 

@@ -16,11 +16,26 @@ import (
 // burst in both backends.
 const DefaultGBRBurst = 32 << 10
 
+// Key is a GTP-U packet's (TEID, QFI): how the program finds the flow of
+// a packet that carries no mark (stock gtp5g), from its outer GTP-U header
+// and PDU Session Container.
+type Key struct {
+	TEID uint32 // not 0
+	QFI  uint8  // 0..63
+}
+
+// String formats the key as "teid=T qfi=Q".
+func (k Key) String() string { return fmt.Sprintf("teid=%d qfi=%d", k.TEID, k.QFI) }
+
 // FlowSpec is what the pacer knows of one QoS flow.
 type FlowSpec struct {
 	// Marks are the skb->mark values (within shaper.MarkMask, not 0)
 	// that name the flow: one per PDR that points at its QER.
 	Marks []uint32
+	// Keys are the (TEID, QFI) pairs that name the flow's packets when
+	// no mark does. A flow needs a mark or a key; a mark that names a
+	// flow wins over the packet's key.
+	Keys []Key
 	// Session is the PDU session (AddSession) whose AMBR a non-GBR flow
 	// is under; 0: none. GBR flows are outside the session AMBR (TS
 	// 23.501), so a GBR flow's Session is not used for pacing.
@@ -46,8 +61,13 @@ type FlowSpec struct {
 
 // check validates s for flow id, naming what is wrong.
 func (s FlowSpec) check(id uint32) error {
-	if len(s.Marks) == 0 {
-		return fmt.Errorf("edt: flow %d: no marks", id)
+	if len(s.Marks) == 0 && len(s.Keys) == 0 {
+		return fmt.Errorf("edt: flow %d: no marks and no keys", id)
+	}
+	for _, k := range s.Keys {
+		if k.TEID == 0 || k.QFI > 63 {
+			return fmt.Errorf("edt: flow %d: key %s: TEID 0 or QFI above 63", id, k)
+		}
 	}
 	for _, m := range s.Marks {
 		if m == 0 || m&^shaper.MarkMask != 0 {
@@ -111,9 +131,10 @@ func flowHash(id uint32) uint32 {
 	return h
 }
 
-// AddFlow writes a new flow id and then its marks, so a packet never meets
-// a mark without its flow. An id or a mark already in use is an error
-// naming it, and nothing of the flow stays behind.
+// AddFlow writes a new flow id and then its marks and keys, so a packet
+// never meets a mark or key without its flow. An id, a mark or a key
+// already in use is an error naming it, and nothing of the flow stays
+// behind.
 func (p *Pacer) AddFlow(id uint32, s FlowSpec) error {
 	if err := s.check(id); err != nil {
 		return err
@@ -135,14 +156,57 @@ func (p *Pacer) AddFlow(id uint32, s FlowSpec) error {
 			return fmt.Errorf("edt: map marks: flow %d: add mark %#x: %w", id, m, mapFull(err))
 		}
 	}
+	if len(s.Keys) > 0 && p.objs.Teids == nil {
+		p.undoFlow(id, s.Marks)
+		return fmt.Errorf("edt: flow %d: this program has no (TEID, QFI) map (pinned by an older gtpqos)", id)
+	}
+	for i, k := range s.Keys {
+		if err := p.objs.Teids.Update(k.mapKey(), id, ebpf.UpdateNoExist); err != nil {
+			p.undoFlow(id, s.Marks, s.Keys[:i]...)
+			var holder uint32
+			if errors.Is(err, ebpf.ErrKeyExist) && p.objs.Teids.Lookup(k.mapKey(), &holder) == nil {
+				return fmt.Errorf("edt: flow %d: key %s belongs to flow %d", id, k, holder)
+			}
+			return fmt.Errorf("edt: map teids: flow %d: add key %s: %w", id, k, mapFull(err))
+		}
+	}
 	return nil
 }
 
-func (p *Pacer) undoFlow(id uint32, marks []uint32) {
+func (k Key) mapKey() edtFlowKey { return edtFlowKey{Teid: k.TEID, Qfi: k.QFI} }
+
+func (p *Pacer) undoFlow(id uint32, marks []uint32, keys ...Key) {
+	for _, k := range keys {
+		_ = p.objs.Teids.Delete(k.mapKey())
+	}
 	for _, m := range marks {
 		_ = p.objs.Marks.Delete(m)
 	}
 	_ = p.objs.Flows.Delete(id)
+}
+
+// RemoveKeys deletes the flow's (TEID, QFI) keys that still name it (call
+// it before RemoveFlow). What is already gone is not an error.
+func (p *Pacer) RemoveKeys(id uint32, keys ...Key) error {
+	if p.objs.Teids == nil {
+		return nil
+	}
+	for _, k := range keys {
+		var holder uint32
+		if err := p.objs.Teids.Lookup(k.mapKey(), &holder); err != nil {
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				continue
+			}
+			return fmt.Errorf("edt: map teids: flow %d: read key %s: %w", id, k, err)
+		}
+		if holder != id {
+			continue
+		}
+		if err := p.objs.Teids.Delete(k.mapKey()); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("edt: map teids: flow %d: delete key %s: %w", id, k, err)
+		}
+	}
+	return nil
 }
 
 // RemoveFlow deletes the flow's marks (those still naming it), then the

@@ -1,6 +1,7 @@
 package edt
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -25,7 +26,7 @@ type FlowInfo struct {
 // Matches reports whether the flow's configuration is what s (for flow id)
 // would write, marks included (in any order).
 func (fi FlowInfo) Matches(id uint32, s FlowSpec) bool {
-	if !sameMarks(fi.Spec.Marks, s.Marks) {
+	if !sameMarks(fi.Spec.Marks, s.Marks) || !SameKeys(fi.Spec.Keys, s.Keys) {
 		return false
 	}
 	a, b := fi.cfg, s.value(id)
@@ -40,7 +41,22 @@ func sameMarks(a, b []uint32) bool {
 	return slices.Equal(a, b)
 }
 
-// ReadFlows returns every flow in the maps with its marks. Counters are
+// SameKeys reports whether a and b hold the same keys, in any order.
+func SameKeys(a, b []Key) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, compareKeys)
+	slices.SortFunc(b, compareKeys)
+	return slices.Equal(a, b)
+}
+
+func compareKeys(a, b Key) int {
+	if a.TEID != b.TEID {
+		return cmp.Compare(a.TEID, b.TEID)
+	}
+	return cmp.Compare(a.QFI, b.QFI)
+}
+
+// ReadFlows returns every flow in the maps with its marks and keys. Counters are
 // read without the flow's lock (a scrape may see a packet's bytes without
 // its count).
 func (p *Pacer) ReadFlows() (map[uint32]FlowInfo, error) {
@@ -67,6 +83,20 @@ func (p *Pacer) ReadFlows() (map[uint32]FlowInfo, error) {
 	}
 	if err := mit.Err(); err != nil {
 		return nil, fmt.Errorf("edt: map marks: read: %w", err)
+	}
+	if p.objs.Teids == nil {
+		return out, nil
+	}
+	var k edtFlowKey
+	kit := p.objs.Teids.Iterate()
+	for kit.Next(&k, &fid) {
+		if fi, ok := out[fid]; ok {
+			fi.Spec.Keys = append(fi.Spec.Keys, Key{TEID: k.Teid, QFI: k.Qfi})
+			out[fid] = fi
+		}
+	}
+	if err := kit.Err(); err != nil {
+		return nil, fmt.Errorf("edt: map teids: read: %w", err)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ const (
 	DefaultSessions = 1_000_000
 	DefaultFlows    = 2 * DefaultSessions
 	DefaultMarks    = DefaultFlows
+	DefaultKeys     = DefaultFlows
 	// MaxEntries bounds each map's size (the kernel allocates a bucket
 	// array of the next power of two, 16 bytes a bucket, at load).
 	MaxEntries = 1 << 26
@@ -26,9 +27,9 @@ const (
 
 // LoadOptions tune Load. The zero value is the defaults.
 type LoadOptions struct {
-	// Sessions, Flows and Marks are the maps' max_entries (0: the
-	// defaults above).
-	Sessions, Flows, Marks int
+	// Sessions, Flows, Marks and Keys ((TEID, QFI) pairs) are the maps'
+	// max_entries (0: the defaults above).
+	Sessions, Flows, Marks, Keys int
 	// Preallocate allocates every entry of the session, flow and mark
 	// maps at load (the kernel's default for hash maps) instead of on
 	// update (BPF_F_NO_PREALLOC, the package's default). See the README
@@ -38,7 +39,14 @@ type LoadOptions struct {
 	// not the user's IP packet (shaper.Policy.ResolveOverhead: 58 on an
 	// Ethernet IPv4 N3, 14 on N6, 0 under frame accounting).
 	Overhead uint32
+	// L3 says the device has no link-layer header (EncapType none): the
+	// outer IPv4 header of a GTP-U packet starts the frame. Else it
+	// starts after 14 bytes of Ethernet.
+	L3 bool
 
+	// noKeys: the program was pinned by a gtpqos without the (TEID,
+	// QFI) map; it finds flows by mark only.
+	noKeys bool
 	// echo makes the program copy what it set into skb->cb (tests).
 	echo bool
 }
@@ -54,7 +62,7 @@ func (o *LoadOptions) resolve() error {
 		name string
 		n    *int
 		def  int
-	}{{"sessions", &o.Sessions, DefaultSessions}, {"flows", &o.Flows, DefaultFlows}, {"marks", &o.Marks, DefaultMarks}} {
+	}{{"sessions", &o.Sessions, DefaultSessions}, {"flows", &o.Flows, DefaultFlows}, {"marks", &o.Marks, DefaultMarks}, {"keys", &o.Keys, DefaultKeys}} {
 		if *m.n == 0 {
 			*m.n = m.def
 		}
@@ -82,7 +90,7 @@ func Load(opts LoadOptions) (*Pacer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edt: %w", err)
 	}
-	for name, n := range map[string]int{edtMapSessions: opts.Sessions, edtMapFlows: opts.Flows, edtMapMarks: opts.Marks} {
+	for name, n := range map[string]int{edtMapSessions: opts.Sessions, edtMapFlows: opts.Flows, edtMapMarks: opts.Marks, edtMapTeids: opts.Keys} {
 		m := spec.Maps[name]
 		m.MaxEntries = uint32(n)
 		if opts.Preallocate {
@@ -91,6 +99,9 @@ func Load(opts LoadOptions) (*Pacer, error) {
 	}
 	if err := spec.Variables[edtVarOverhead].Set(opts.Overhead); err != nil {
 		return nil, fmt.Errorf("edt: set overhead: %w", err)
+	}
+	if err := spec.Variables[edtVarL2Len].Set(opts.l2Len()); err != nil {
+		return nil, fmt.Errorf("edt: set l2_len: %w", err)
 	}
 	if opts.echo {
 		if err := spec.Variables[edtVarEcho].Set(uint32(1)); err != nil {
@@ -115,6 +126,19 @@ func Load(opts LoadOptions) (*Pacer, error) {
 	return p, nil
 }
 
+// l2Len is the bytes in front of the outer IPv4 header.
+func (o LoadOptions) l2Len() uint32 {
+	if o.L3 {
+		return 0
+	}
+	return 14
+}
+
+// Current reports whether the program finds flows by (TEID, QFI) as well
+// as by mark: false for one pinned by an older gtpqos, which a backend
+// replaces.
+func (p *Pacer) Current() bool { return !p.opts.noKeys }
+
 // noPrealloc is BPF_F_NO_PREALLOC.
 const noPrealloc = 1
 
@@ -136,7 +160,7 @@ func (p *Pacer) Options() LoadOptions { return p.opts }
 // SetDefaultClass sets the class id (major<<16 | minor) that packets no
 // flow claims get as skb->priority; 0 leaves skb->priority alone.
 func (p *Pacer) SetDefaultClass(classID uint32) error {
-	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead}); err != nil {
+	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead, L2Len: p.opts.l2Len()}); err != nil {
 		return fmt.Errorf("edt: map config: set default class %#x: %w", classID, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package edt
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -19,6 +20,8 @@ const (
 	pinSessions = "gtpqos_edt_sessions"
 	pinConfig   = "gtpqos_edt_config"
 	pinStats    = "gtpqos_edt_stats"
+	pinTeids    = "gtpqos_edt_teids"
+	pinFrags    = "gtpqos_edt_frags"
 )
 
 // mapPins pairs each map's pin name with its slot in objs.
@@ -32,6 +35,7 @@ func (p *Pacer) mapPins() []struct {
 	}{
 		{pinMarks, &p.objs.Marks}, {pinFlows, &p.objs.Flows}, {pinSessions, &p.objs.Sessions},
 		{pinConfig, &p.objs.Config}, {pinStats, &p.objs.Stats},
+		{pinTeids, &p.objs.Teids}, {pinFrags, &p.objs.Frags},
 	}
 }
 
@@ -51,7 +55,7 @@ func (p *Pacer) Pin(pins classify.Pins) error {
 
 // Unpin removes the pacer's pins of the device (only those).
 func Unpin(pins classify.Pins) error {
-	if err := pins.Remove(PinProgram, pinMarks, pinFlows, pinSessions, pinConfig, pinStats); err != nil {
+	if err := pins.Remove(PinProgram, pinMarks, pinFlows, pinSessions, pinConfig, pinStats, pinTeids, pinFrags); err != nil {
 		return fmt.Errorf("edt: %w", err)
 	}
 	return nil
@@ -79,6 +83,11 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("edt: %w", err)
 		}
+		if !ok && (mp.name == pinTeids || mp.name == pinFrags) {
+			// Pinned by a gtpqos that found flows by mark only.
+			p.opts.noKeys = true
+			continue
+		}
 		if !ok {
 			return nil, false, fmt.Errorf("edt: pinned program %s without its map %s", path, pins.Path(mp.name))
 		}
@@ -86,9 +95,18 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 			return nil, false, fmt.Errorf("edt: open pinned map %s: %w", mpath, err)
 		}
 	}
-	var cfg edtEdtConfig
-	if err := p.objs.Config.Lookup(uint32(0), &cfg); err != nil {
+	// An older program's config is shorter (default class, overhead):
+	// read the value whole and take the fields it has.
+	raw := make([]byte, p.objs.Config.ValueSize())
+	if err := p.objs.Config.Lookup(uint32(0), &raw); err != nil {
 		return nil, false, fmt.Errorf("edt: pinned map config: %w", err)
+	}
+	var cfg edtEdtConfig
+	if len(raw) >= 8 {
+		cfg.Overhead = binary.NativeEndian.Uint32(raw[4:])
+	}
+	if len(raw) >= 12 {
+		cfg.L2Len = binary.NativeEndian.Uint32(raw[8:])
 	}
 	p.opts = LoadOptions{
 		Sessions:    int(p.objs.Sessions.MaxEntries()),
@@ -96,6 +114,11 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		Marks:       int(p.objs.Marks.MaxEntries()),
 		Preallocate: p.objs.Flows.Flags()&noPrealloc == 0,
 		Overhead:    cfg.Overhead,
+		L3:          len(raw) >= 12 && cfg.L2Len == 0,
+		noKeys:      p.opts.noKeys,
+	}
+	if p.objs.Teids != nil {
+		p.opts.Keys = int(p.objs.Teids.MaxEntries())
 	}
 	return p, true, nil
 }

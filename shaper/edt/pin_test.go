@@ -54,6 +54,25 @@ func TestPinOpenUnpin(t *testing.T) {
 	if st, err := q.Flow(1); err != nil || st.Packets != 1 || st.Bytes != 1000 {
 		t.Errorf("flow 1 through the pins: %+v, %v", st, err)
 	}
+	if !q.Current() || q.Options().Keys != opts.Keys || q.Options().L3 {
+		t.Errorf("current %v, options %+v; want the keys map of %d, Ethernet", q.Current(), q.Options(), opts.Keys)
+	}
+	// A program pinned without the (TEID, QFI) maps (an older gtpqos)
+	// opens by mark only, for its backend to replace.
+	if err := pins.Remove(pinTeids, pinFrags); err != nil {
+		t.Fatal(err)
+	}
+	old, ok, err := OpenPinned(pins)
+	if err != nil || !ok || old.Current() {
+		t.Fatalf("OpenPinned without the keys maps: %v, %v, current %v", ok, err, old != nil && old.Current())
+	}
+	if err := old.AddFlow(9, FlowSpec{Keys: []Key{{TEID: 1, QFI: 1}}, DelayBudget: time.Hour}); err == nil {
+		t.Error("a keyed flow was added to a program without the keys map")
+	}
+	if fs, err := old.ReadFlows(); err != nil || len(fs) != 1 {
+		t.Errorf("flows by mark: %v, %v", fs, err)
+	}
+	old.Close()
 	if err := Unpin(pins); err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,10 @@ import (
 
 const childEnv = "GTPQOS_EDT_CAPS_CHILD"
 
-// The pacer loads, takes a flow and runs with CAP_BPF and CAP_NET_ADMIN
-// alone (the test binary re-runs itself under setpriv with no other
-// capability in its bounding set); with either one missing, Load fails
-// naming it.
+// The pacer loads, takes a flow by mark and one by (TEID, QFI) and runs
+// with CAP_BPF and CAP_NET_ADMIN alone (the test binary re-runs itself
+// under setpriv with no other capability in its bounding set); with
+// either one missing, Load fails naming it.
 func TestCapabilities(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
 		capsChild(t)
@@ -60,6 +60,19 @@ func capsChild(t *testing.T) {
 	}
 	if ret, _ := runCtx(t, p, newCtx(1, 0), frame(100)); ret != actOK {
 		t.Fatalf("verdict %d", ret)
+	}
+	// Stock gtp5g's packets: found by (TEID, QFI), and a later fragment
+	// by its first.
+	if err := p.AddFlow(2, FlowSpec{Keys: []Key{{TEID: 100, QFI: 9}}, DelayBudget: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []gtpuPacket{{teid: 100, qfi: 9, user: 100, ext: true, mf: true, id: 1}, {off: 10, id: 1, user: 100}} {
+		if ret, _ := runCtx(t, p, newCtx(0, 0), g.build()); ret != actOK {
+			t.Fatalf("GTP-U verdict %d", ret)
+		}
+	}
+	if st, err := p.Flow(2); err != nil || st.Packets != 2 {
+		t.Fatalf("flow by key: %+v, %v", st, err)
 	}
 	t.Log("edt child: ok")
 }

@@ -13,7 +13,7 @@ func TestFlowSpecCheck(t *testing.T) {
 		edit func(*FlowSpec)
 		want string
 	}{
-		{"no marks", func(s *FlowSpec) { s.Marks = nil }, "flow 4: no marks"},
+		{"no marks", func(s *FlowSpec) { s.Marks = nil }, "flow 4: no marks and no keys"},
 		{"mark 0", func(s *FlowSpec) { s.Marks = []uint32{0} }, "mark 0x0"},
 		{"mark high bits", func(s *FlowSpec) { s.Marks = []uint32{1 << 24} }, "mark 0x1000000 outside"},
 		{"no budget", func(s *FlowSpec) { s.DelayBudget = 0 }, "delay budget 0s not positive"},

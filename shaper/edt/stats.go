@@ -26,11 +26,17 @@ type Stats struct {
 	// NotIP counts paced packets that were neither IPv4 nor IPv6: their
 	// tstamp was written without the delivery-time type.
 	NotIPPackets uint64
+	// GTPU counts packets found by their (TEID, QFI), no mark naming a
+	// flow; Frag the non-first fragments that followed their first.
+	GTPUPackets, FragPackets uint64
 }
 
 // Stats reads the program's global counters.
 func (p *Pacer) Stats() (Stats, error) {
 	var per []edtEdtStats
+	if p.opts.noKeys {
+		return p.statsByMark()
+	}
 	if err := p.objs.Stats.Lookup(uint32(0), &per); err != nil {
 		return Stats{}, fmt.Errorf("edt: map stats: %w", err)
 	}
@@ -41,6 +47,26 @@ func (p *Pacer) Stats() (Stats, error) {
 		s.StalePackets += c.StalePkts
 		s.NoSessionPackets += c.NoSessionPkts
 		s.NotIPPackets += c.NotIpPkts
+		s.GTPUPackets += c.GtpuPkts
+		s.FragPackets += c.FragPkts
+	}
+	return s, nil
+}
+
+// statsByMark reads the counters of a program pinned by a gtpqos that
+// found flows by mark only (five counters a CPU).
+func (p *Pacer) statsByMark() (Stats, error) {
+	var per []struct{ UnknownPkts, UnknownBytes, StalePkts, NoSessionPkts, NotIPPkts uint64 }
+	if err := p.objs.Stats.Lookup(uint32(0), &per); err != nil {
+		return Stats{}, fmt.Errorf("edt: map stats: %w", err)
+	}
+	var s Stats
+	for _, c := range per {
+		s.UnknownPackets += c.UnknownPkts
+		s.UnknownBytes += c.UnknownBytes
+		s.StalePackets += c.StalePkts
+		s.NoSessionPackets += c.NoSessionPkts
+		s.NotIPPackets += c.NotIPPkts
 	}
 	return s, nil
 }
@@ -52,7 +78,11 @@ func (p *Pacer) MapMemory() (map[string]uint64, error) {
 	for name, m := range map[string]*ebpf.Map{
 		edtMapSessions: p.objs.Sessions, edtMapFlows: p.objs.Flows, edtMapMarks: p.objs.Marks,
 		edtMapConfig: p.objs.Config, edtMapStats: p.objs.Stats,
+		edtMapTeids: p.objs.Teids, edtMapFrags: p.objs.Frags,
 	} {
+		if m == nil {
+			continue
+		}
 		n, err := memlock(m.FD())
 		if err != nil {
 			return nil, fmt.Errorf("edt: map %s: %w", name, err)

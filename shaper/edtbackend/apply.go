@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/htb"
 )
@@ -54,6 +55,9 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	if err := b.write(link, p, &rep); err != nil {
 		return rep, err
 	}
+	if err := b.syncMarker(ctx, link, p, &rep); err != nil {
+		return rep, err
+	}
 	b.last, b.pol, b.trusted, b.failed = p, pol, true, false
 	b.flows = map[shaper.FlowID]shaper.Flow{}
 	for _, f := range flows {
@@ -61,6 +65,27 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	}
 	b.finish(p, &rep, opt)
 	return rep, nil
+}
+
+// syncMarker hands the flows' marks, TEIDs and QFIs to the N3 ingress
+// marker (Options.Marker), when there is one.
+func (b *Backend) syncMarker(ctx context.Context, link netlink.Link, p *Plan, rep *shaper.Report) error {
+	if b.opt.Marker == nil {
+		return nil
+	}
+	t := classify.Table{Default: ClassID(MinorDefault)}
+	for _, f := range p.Flows {
+		t.Entries = append(t.Entries, classify.Entry{ClassID: f.Spec.Class, Flow: f.Flow.ID, Mark: f.Flow.Mark, TEID: f.Flow.TEID, QFI: f.Flow.QFI})
+	}
+	res, err := b.opt.Marker.Sync(ctx, classify.Env{Handle: b.h, Link: link, Root: ClassID(0)}, t)
+	rep.Writes += res.Writes
+	for _, n := range res.Notes {
+		rep.Changes = append(rep.Changes, shaper.Change{Op: "sync", Object: "gtpu", Detail: n})
+	}
+	if err != nil {
+		return fmt.Errorf("dev %s: uplink marks on N3: %w", b.dev, err)
+	}
+	return nil
 }
 
 // resolveOverhead fixes pol's overhead from the device (auto) as the
@@ -92,7 +117,9 @@ func (b *Backend) write(link netlink.Link, p *Plan, rep *shaper.Report) (err err
 	if root.foreign != "" && !b.opt.Force {
 		return fmt.Errorf("dev %s: root qdisc %s: %w (the edt backend's root is htb %x:); use --force to replace it", b.dev, root.foreign, shaper.ErrNotOwned, Major)
 	}
-	pc, fresh, err := b.pacerFor(p)
+	// GTP-U parsing starts after the link-layer header: none on an L3
+	// device (EncapType none), as the gtpu classifier has it.
+	pc, fresh, err := b.pacerFor(p, link.Attrs().EncapType == "none")
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/edt"
 	"github.com/free5gc/gtpqos/shaper/htb"
 )
@@ -23,8 +24,14 @@ type Options struct {
 	// Direction is the flows' direction on the device (the overhead).
 	Direction shaper.Direction
 	// Sessions sizes the program's maps when Apply loads them (0:
-	// DefaultSessions; two flows and two marks a session).
+	// DefaultSessions; two flows, two marks and two keys a session).
 	Sessions int
+	// Marker, on an uplink (N6) device whose packets come unmarked from
+	// stock gtp5g, is the GTP-U classifier's N3 ingress half
+	// (gtpu.Classifier.UplinkMarker): Apply hands it each flow's mark,
+	// TEID and QFI, so it marks the uplink packets before gtp5g
+	// decapsulates them and the program finds them by mark here.
+	Marker classify.Classifier
 }
 
 // DefaultSessions is the sessions map's size a load gives by default: the

@@ -13,7 +13,9 @@
 // per-flow hash (fq's flow). Flows and sessions are map writes: adding or
 // removing one writes no class.
 //
-// Packets must carry their flow's mark (the patched gtp5g); stock gtp5g is
-// refused. The kernel needs sch_fq, and loading needs CAP_BPF and
+// The program finds a packet's flow by its mark (the patched gtp5g) or,
+// for a flow without one (stock gtp5g), by the (TEID, QFI) of its GTP-U
+// header on N3; on N6, Options.Marker (the GTP-U classifier's N3 ingress
+// program) marks stock gtp5g's uplink packets for it. The kernel needs sch_fq, and loading needs CAP_BPF and
 // CAP_NET_ADMIN; both are checked before the first write.
 package edtbackend

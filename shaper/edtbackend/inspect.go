@@ -96,6 +96,9 @@ func (b *Backend) inspectMaps(pc *edt.Pacer, in *shaper.Inspection) error {
 		if len(fi.Spec.Marks) > 0 {
 			c.Key.Mark = fi.Spec.Marks[0]
 		}
+		if len(fi.Spec.Keys) > 0 {
+			c.Key.TEID, c.Key.QFI = fi.Spec.Keys[0].TEID, fi.Spec.Keys[0].QFI
+		}
 		if f, ok := b.plannedFlow(id); ok {
 			c.Flow, c.Name, c.GBR, c.MBR, c.Key.QFI, c.Key.TEID = f.ID, f.Name, f.GBR, f.MBR, f.QFI, f.TEID
 		}

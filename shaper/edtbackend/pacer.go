@@ -66,18 +66,20 @@ func (b *Backend) adopt() (*edt.Pacer, error) {
 	return p, nil
 }
 
-// pacerFor returns a program for p: the one held or pinned, or a new one
-// (whose maps start empty) when there is none, it was loaded for another
-// overhead, or its maps have less room than p's policy asks for (maps
-// are sized at load). fresh says it is new. A plan that does not fit the
-// program's maps is refused before anything is written.
-func (b *Backend) pacerFor(p *Plan) (pc *edt.Pacer, fresh bool, err error) {
+// pacerFor returns a program for p on a device with link layer l3 (none in
+// front of IPv4): the one held or pinned, or a new one (whose maps start
+// empty) when there is none, it was loaded for another overhead or link
+// layer or by a gtpqos whose program finds flows by mark only, or its maps
+// have less room than p's policy asks for (maps are sized at load). fresh
+// says it is new. A plan that does not fit the program's maps is refused
+// before anything is written.
+func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err error) {
 	if pc, err = b.adopt(); err != nil {
 		return nil, false, err
 	}
-	if pc == nil || pc.Options().Overhead != p.Overhead || pc.Options().Sessions < p.Room {
+	if pc == nil || pc.Options().Overhead != p.Overhead || pc.Options().L3 != l3 || !pc.Current() || pc.Options().Sessions < p.Room {
 		n := max(p.Room, b.opt.Sessions)
-		if pc, err = edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Overhead: p.Overhead}); err != nil {
+		if pc, err = edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Overhead: p.Overhead, L3: l3}); err != nil {
 			return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 		}
 		fresh = true
@@ -91,17 +93,17 @@ func (b *Backend) pacerFor(p *Plan) (pc *edt.Pacer, fresh bool, err error) {
 	return pc, fresh, nil
 }
 
-// fits says whether p's sessions, flows and marks fit in maps of o's
+// fits says whether p's sessions, flows, marks and (TEID, QFI) keys fit in maps of o's
 // sizes, naming the first that does not and the knob that sizes them.
 func fits(p *Plan, o edt.LoadOptions) error {
-	marks := 0
+	marks, keys := 0, 0
 	for _, f := range p.Flows {
-		marks += len(f.Spec.Marks)
+		marks, keys = marks+len(f.Spec.Marks), keys+len(f.Spec.Keys)
 	}
 	for _, m := range []struct {
 		name       string
 		need, room int
-	}{{"sessions", len(p.Sessions), o.Sessions}, {"flows", len(p.Flows), o.Flows}, {"marks", marks, o.Marks}} {
+	}{{"sessions", len(p.Sessions), o.Sessions}, {"flows", len(p.Flows), o.Flows}, {"marks", marks, o.Marks}, {"teids", keys, o.Keys}} {
 		if m.need > m.room {
 			return fmt.Errorf("edt: %d %s do not fit in the program's %s map (room for %d, sized for %d sessions): give the policy `edt: {sessions: N}` with room for them", m.need, m.name, m.name, m.room, o.Sessions)
 		}

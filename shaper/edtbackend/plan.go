@@ -1,8 +1,11 @@
 package edtbackend
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
+	"slices"
 
 	"github.com/free5gc/gtpqos/shaper"
 	"github.com/free5gc/gtpqos/shaper/edt"
@@ -33,7 +36,8 @@ func ClassID(minor uint16) uint32 { return uint32(Major)<<16 | uint32(minor) }
 func Handle(minor uint16) string { return fmt.Sprintf("%x:%x", Major, minor) }
 
 // FlowHandle names a flow's entry in the program's maps (flow id = its
-// mark) where a class handle is expected: "edt/0x2".
+// mark, or KeyedID's for an unmarked flow) where a class handle is
+// expected: "edt/0x2".
 func FlowHandle(id uint32) string { return fmt.Sprintf("edt/%#x", id) }
 
 // Class is one class of the fixed tree.
@@ -51,7 +55,9 @@ type Class struct {
 
 // PlannedFlow is one admitted flow and its map entry.
 type PlannedFlow struct {
-	// ID is the flow's id in the maps: its mark.
+	// ID is the flow's id in the maps: its mark; for a flow without one
+	// (stock gtp5g), found by its (TEID, QFI), an id above the marks
+	// (keyedIDs).
 	ID   uint32
 	Flow shaper.Flow
 	Spec edt.FlowSpec
@@ -88,12 +94,19 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 		p.Overhead = pol.Overhead.Bytes
 	}
 	var gbrSum uint64
+	ids := keyedIDs(ad.Flows)
 	for i, f := range ad.Flows {
 		_, mbr := pol.FlowRates(f, 0)
 		// The horizon is the flow's delay budget: a packet that would leave
 		// later is dropped, which bounds the queue a sender above its MBR
 		// builds.
-		s := edt.FlowSpec{Marks: []uint32{f.Mark}, MBR: mbr, DelayBudget: pol.BudgetOf(f.QFI), Class: ClassID(MinorNonGBR)}
+		s := edt.FlowSpec{MBR: mbr, DelayBudget: pol.BudgetOf(f.QFI), Class: ClassID(MinorNonGBR)}
+		id := f.Mark
+		if f.Mark != 0 {
+			s.Marks = []uint32{f.Mark}
+		} else {
+			s.Keys, id = []edt.Key{{TEID: f.TEID, QFI: f.QFI}}, ids[f.ID]
+		}
 		if pol.Mode == shaper.Aware && f.GBR > 0 {
 			s.GBR, s.GBRClass = f.GBR, ClassID(MinorGuaranteed)
 			gbrSum += f.GBR
@@ -103,7 +116,7 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 			s.Session = uint32(sess.SEID)
 			p.Sessions[s.Session] = sess.AMBR
 		}
-		p.Flows = append(p.Flows, PlannedFlow{ID: f.Mark, Flow: f, Spec: s})
+		p.Flows = append(p.Flows, PlannedFlow{ID: id, Flow: f, Spec: s})
 	}
 	p.Classes = tree(pol, gbrSum, p.Overhead)
 	return p
@@ -132,13 +145,47 @@ func tree(pol shaper.Policy, gbrSum uint64, overhead uint32) []Class {
 	}
 }
 
-// checkFlow refuses what the program cannot pace: a flow without a mark
-// (stock gtp5g marks nothing) and a session id above 32 bits under an
-// AMBR (the maps key sessions by 32 bits).
+// Flow ids of unmarked flows lie in [keyedBase, 2^32): above every mark
+// (shaper.MarkMask), so no id of a marked flow is one of theirs.
+const keyedBase = shaper.MarkMask + 1
+
+// keyedIDs gives each flow without a mark its id in the maps: a hash of
+// its identity (SEID, QER id, direction) probing past ids taken, in
+// identity order, so the same flows get the same ids in every plan and
+// after a restart (a second apply writes nothing).
+func keyedIDs(flows []shaper.Flow) map[shaper.FlowID]uint32 {
+	var todo []shaper.Flow
+	for _, f := range flows {
+		if f.Mark == 0 {
+			todo = append(todo, f)
+		}
+	}
+	slices.SortFunc(todo, func(a, b shaper.Flow) int { return shaper.CompareFlowID(a.ID, b.ID) })
+	const span = math.MaxUint32 - keyedBase + 1
+	out := make(map[shaper.FlowID]uint32, len(todo))
+	used := map[uint32]bool{}
+	for _, f := range todo {
+		h := fnv.New32a()
+		_ = binary.Write(h, binary.LittleEndian, [3]uint64{f.ID.SEID, uint64(f.ID.QERID), uint64(f.Direction)})
+		id := keyedBase + h.Sum32()%span
+		for used[id] {
+			if id++; id == 0 {
+				id = keyedBase
+			}
+		}
+		used[id], out[f.ID] = true, id
+	}
+	return out
+}
+
+// checkFlow refuses what the program cannot pace: a flow with neither a
+// mark (the patched gtp5g's) nor a TEID (stock gtp5g's packets are found
+// by their (TEID, QFI)), and a session id above 32 bits under an AMBR (the
+// maps key sessions by 32 bits).
 func checkFlow(f *shaper.Flow) ([]shaper.Problem, bool) {
-	if f.Mark == 0 {
+	if f.Mark == 0 && f.TEID == 0 {
 		return []shaper.Problem{shaper.FlowProblem(shaper.Error, shaper.BadMark, f, "mark",
-			"no mark: edt needs the patched gtp5g's marks")}, false
+			"no mark and no TEID: edt finds a packet's flow by the patched gtp5g's mark or, on stock gtp5g, by its GTP-U (TEID, QFI)")}, false
 	}
 	if f.GBR == 0 && f.SessionAMBR > 0 && f.ID.SEID > math.MaxUint32 {
 		return []shaper.Problem{shaper.FlowProblem(shaper.Error, shaper.BadPolicy, f, "seid",

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/edt"
 )
 
 func testFlows() []shaper.Flow {
@@ -66,13 +67,62 @@ func TestPlanTreeAndMaps(t *testing.T) {
 	}
 }
 
-// Stock gtp5g's flows carry no mark: refused, one line naming why.
-func TestPlanRefusesUnmarkedFlow(t *testing.T) {
-	f := testFlows()[:1]
-	f[0].Mark = 0
-	p := MakePlan(f, shaper.DefaultPolicy(20e6))
-	if len(p.Flows) != 0 || len(p.Problems) != 1 || !strings.Contains(p.Problems[0].Error(), "edt needs the patched gtp5g's marks") {
-		t.Errorf("flows %v, problems %v; want the flow refused naming the marks", p.Flows, p.Problems)
+// Stock gtp5g's flows carry no mark: each is keyed by its (TEID, QFI),
+// with an id above every mark that is the same whatever the flows' order;
+// a flow with neither a mark nor a TEID is refused, naming why.
+func TestPlanUnmarkedFlowsByKey(t *testing.T) {
+	fl := testFlows()
+	for i := range fl[:2] {
+		fl[i].Mark, fl[i].TEID = 0, 100
+	}
+	p := MakePlan(fl, shaper.DefaultPolicy(20e6))
+	if len(p.Problems) != 0 || len(p.Flows) != 3 {
+		t.Fatalf("flows %v, problems %v", p.Flows, p.Problems)
+	}
+	ids := map[string]uint32{}
+	for _, f := range p.Flows {
+		ids[f.Flow.Name] = f.ID
+		switch f.Flow.Name {
+		case "A", "B":
+			if f.ID <= shaper.MarkMask || len(f.Spec.Marks) != 0 || len(f.Spec.Keys) != 1 || f.Spec.Keys[0] != (edt.Key{TEID: 100, QFI: f.Flow.QFI}) {
+				t.Errorf("flow %s: id %#x spec %+v; want an id above the marks, keyed by teid 100 qfi %d", f.Flow.Name, f.ID, f.Spec, f.Flow.QFI)
+			}
+		case "G":
+			if f.ID != 0x30 || len(f.Spec.Keys) != 0 {
+				t.Errorf("marked flow G: id %#x keys %v; want its mark, no key", f.ID, f.Spec.Keys)
+			}
+		}
+	}
+	if ids["A"] == ids["B"] {
+		t.Errorf("A and B share id %#x", ids["A"])
+	}
+	q := MakePlan([]shaper.Flow{fl[2], fl[1], fl[0]}, shaper.DefaultPolicy(20e6))
+	for _, f := range q.Flows {
+		if f.ID != ids[f.Flow.Name] {
+			t.Errorf("flow %s: id %#x in another order, %#x before", f.Flow.Name, f.ID, ids[f.Flow.Name])
+		}
+	}
+	if out := p.TCCommands("eth1"); !strings.Contains(out, "GTP-U teid 100 qfi 9: MBR 1mbit") {
+		t.Errorf("render lacks the key:\n%s", out)
+	}
+	none := fl[:1]
+	none[0].TEID = 0
+	r := MakePlan(none, shaper.DefaultPolicy(20e6))
+	if len(r.Flows) != 0 || len(r.Problems) != 1 || !strings.Contains(r.Problems[0].Error(), "no mark and no TEID") {
+		t.Errorf("flows %v, problems %v; want the flow refused naming mark and TEID", r.Flows, r.Problems)
+	}
+}
+
+// Two flows on one (TEID, QFI) cannot both be found: the second is
+// refused (admission's duplicate-teid).
+func TestPlanDuplicateKey(t *testing.T) {
+	fl := testFlows()[:2]
+	for i := range fl {
+		fl[i].Mark, fl[i].TEID, fl[i].QFI = 0, 100, 1
+	}
+	p := MakePlan(fl, shaper.DefaultPolicy(20e6))
+	if len(p.Flows) != 1 || len(p.Problems) != 1 || p.Problems[0].Kind != shaper.DuplicateTEID {
+		t.Errorf("flows %v, problems %v; want one flow and a duplicate-teid problem", p.Flows, p.Problems)
 	}
 }
 

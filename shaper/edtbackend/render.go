@@ -62,7 +62,11 @@ func (p *Plan) TCCommands(dev string) string {
 		if f.Spec.Session != 0 {
 			sess = fmt.Sprintf(" session %d", f.Spec.Session)
 		}
-		w("#   %s mark %#x: MBR %s%s%s, budget %v  # %s", FlowHandle(f.ID), f.Flow.Mark, shaper.FormatRate(f.Spec.MBR), gbr, sess, f.Spec.DelayBudget, f.Flow.Label())
+		by := fmt.Sprintf("mark %#x", f.Flow.Mark)
+		if f.Flow.Mark == 0 {
+			by = fmt.Sprintf("GTP-U teid %d qfi %d", f.Flow.TEID, f.Flow.QFI)
+		}
+		w("#   %s %s: MBR %s%s%s, budget %v  # %s", FlowHandle(f.ID), by, shaper.FormatRate(f.Spec.MBR), gbr, sess, f.Spec.DelayBudget, f.Flow.Label())
 	}
 	return b.String()
 }

@@ -6,13 +6,16 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/edt"
 )
 
 // Reset implements shaper.Writer: it removes the program's filter (and a
-// clsact only gtpqos added), the tree rooted at 6765: and the pins, and
-// nothing else; one line per thing removed.
+// clsact only gtpqos added), any GTP-U classifier filter of gtpqos's on
+// the device (on N3, the ingress program that marks stock gtp5g's uplink),
+// the tree rooted at 6765: and the pins, and nothing else; one line per
+// thing removed.
 func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -36,6 +39,14 @@ func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 		}
 		lines = append(lines, fmt.Sprintf("dev %s: removed filter %s from clsact egress", b.dev, FilterName))
 	}
+	// The GTP-U classifier's N3 ingress program (stock gtp5g's uplink
+	// marks, which the N6 tree's program finds flows by), as the HTB
+	// backend's reset removes it.
+	more, err := gtpu.RemoveAll(b.h, link)
+	lines = append(lines, more...)
+	if err != nil {
+		return lines, err
+	}
 	root, err := b.readRoot(link)
 	if err != nil {
 		return lines, err
@@ -52,6 +63,11 @@ func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 	}
 	if unpinned {
 		lines = append(lines, fmt.Sprintf("dev %s: removed the edt program's pins (program and maps)", b.dev))
+	}
+	if b.opt.Marker != nil {
+		if err := b.opt.Marker.Remove(ctx, classify.Env{Handle: b.h, Link: link, Root: ClassID(0)}); err != nil {
+			return lines, fmt.Errorf("dev %s: uplink marks on N3: %w", b.dev, err)
+		}
 	}
 	if len(lines) == 0 {
 		lines = append(lines, fmt.Sprintf("dev %s: no gtpqos edt tree, program or pins (nothing removed)", b.dev))

@@ -8,10 +8,11 @@ import (
 	"github.com/free5gc/gtpqos/shaper/edt"
 )
 
-// flowHave is one flow the maps hold: its marks and whether its
-// configuration is a given spec's.
+// flowHave is one flow the maps hold: its marks, its (TEID, QFI) keys and
+// whether its configuration is a given spec's.
 type flowHave struct {
 	marks   []uint32
+	keys    []edt.Key
 	matches func(id uint32, s edt.FlowSpec) bool
 }
 
@@ -25,7 +26,7 @@ func (b *Backend) held(p *edt.Pacer, fresh bool) (map[uint32]flowHave, map[uint3
 	if b.trusted && b.last != nil && b.pacer == p {
 		for _, f := range b.last.Flows {
 			spec := f.Spec
-			flows[f.ID] = flowHave{marks: spec.Marks, matches: func(_ uint32, s edt.FlowSpec) bool { return sameSpec(spec, s) }}
+			flows[f.ID] = flowHave{marks: spec.Marks, keys: spec.Keys, matches: func(_ uint32, s edt.FlowSpec) bool { return sameSpec(spec, s) }}
 		}
 		return flows, b.last.Sessions, nil
 	}
@@ -34,7 +35,7 @@ func (b *Backend) held(p *edt.Pacer, fresh bool) (map[uint32]flowHave, map[uint3
 		return nil, nil, fmt.Errorf("dev %s: %w", b.dev, err)
 	}
 	for id, fi := range infos {
-		flows[id] = flowHave{marks: fi.Spec.Marks, matches: fi.Matches}
+		flows[id] = flowHave{marks: fi.Spec.Marks, keys: fi.Spec.Keys, matches: fi.Matches}
 	}
 	sess, err := p.ReadSessions()
 	if err != nil {
@@ -48,8 +49,9 @@ func sameSpec(a, b edt.FlowSpec) bool {
 	am, bm := slices.Clone(a.Marks), slices.Clone(b.Marks)
 	slices.Sort(am)
 	slices.Sort(bm)
-	a.Marks, b.Marks = nil, nil
-	return slices.Equal(am, bm) && a.Session == b.Session && a.GBR == b.GBR && a.MBR == b.MBR && a.DelayBudget == b.DelayBudget &&
+	keys := edt.SameKeys(a.Keys, b.Keys)
+	a.Marks, b.Marks, a.Keys, b.Keys = nil, nil, nil, nil
+	return slices.Equal(am, bm) && keys && a.Session == b.Session && a.GBR == b.GBR && a.MBR == b.MBR && a.DelayBudget == b.DelayBudget &&
 		a.GBRBurst == b.GBRBurst && a.Class == b.Class && a.GBRClass == b.GBRClass && a.Hash == b.Hash
 }
 
@@ -87,7 +89,7 @@ func (b *Backend) syncMaps(pc *edt.Pacer, fresh bool, p *Plan, rep *shaper.Repor
 			continue
 		}
 		if ok {
-			if err := pc.RemoveFlow(f.ID, h.marks...); err != nil {
+			if err := removeFlow(pc, f.ID, h); err != nil {
 				return fmt.Errorf("dev %s: %w", b.dev, err)
 			}
 			rep.Writes++
@@ -102,7 +104,7 @@ func (b *Backend) syncMaps(pc *edt.Pacer, fresh bool, p *Plan, rep *shaper.Repor
 		if want[id] {
 			continue
 		}
-		if err := pc.RemoveFlow(id, h.marks...); err != nil {
+		if err := removeFlow(pc, id, h); err != nil {
 			return fmt.Errorf("dev %s: %w", b.dev, err)
 		}
 		rep.Writes++
@@ -119,6 +121,14 @@ func (b *Backend) syncMaps(pc *edt.Pacer, fresh bool, p *Plan, rep *shaper.Repor
 		rep.Changes = append(rep.Changes, shaper.Change{Op: "delete", Object: "session", Flow: shaper.FlowID{SEID: uint64(id)}})
 	}
 	return b.syncDefault(pc, rep)
+}
+
+// removeFlow deletes a flow's keys and marks, then the flow.
+func removeFlow(pc *edt.Pacer, id uint32, h flowHave) error {
+	if err := pc.RemoveKeys(id, h.keys...); err != nil {
+		return err
+	}
+	return pc.RemoveFlow(id, h.marks...)
 }
 
 // syncDefault points unknown marks at the default class.

@@ -5,4 +5,4 @@ package gtpu
 // (it installs clang, llvm and libbpf-dev from Debian when missing and sets
 // BPF_CFLAGS to the host's multiarch include directory).
 //
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.22.0 -cc clang -cflags "-O2 -g -Wall -Werror $BPF_CFLAGS" -type flow_key -type gtpu_config -type sdf_rules -type frag_key gtpu bpf/gtpu.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.22.0 -cc clang -cflags "-O2 -g -Wall -Werror -I../../bpf $BPF_CFLAGS" -type flow_key -type gtpu_config -type sdf_rules -type frag_key gtpu bpf/gtpu.c

@@ -13,9 +13,20 @@ import (
 // decapsulates, and mark_egress on N6's clsact egress turns the mark into
 // skb->priority = the flow's class id (no cls_fw needed). Flows without a
 // mark or TEID reach the default class.
-func (c *Classifier) Uplink() classify.Classifier { return uplink{c} }
+func (c *Classifier) Uplink() classify.Classifier { return uplink{c: c} }
 
-type uplink struct{ c *Classifier }
+// UplinkMarker returns the uplink half without its N6 program: gtpu_ingress
+// on N3 marks each uplink packet with its flow's mark from (TEID, QFI) and
+// the session's SDF rules, and the N6 device's own program (the edt
+// pacer's) finds the flow by that mark. Its Sync writes no mark -> class
+// map and attaches nothing to the device it is given; an entry's ClassID
+// only orders and names it in notes.
+func (c *Classifier) UplinkMarker() classify.Classifier { return uplink{c: c, markOnly: true} }
+
+type uplink struct {
+	c        *Classifier
+	markOnly bool // no mark_egress on the N6 device (UplinkMarker)
+}
 
 // Kind returns classify.KindGTPU.
 func (u uplink) Kind() classify.Kind { return classify.KindGTPU }
@@ -64,7 +75,7 @@ func (u uplink) Sync(ctx context.Context, env classify.Env, table classify.Table
 	res.Notes = append(res.Notes, notes...)
 	marks := map[uint32]uint32{}
 	for _, e := range table.Entries {
-		if e.Mark != 0 {
+		if e.Mark != 0 && !u.markOnly {
 			if _, dup := marks[e.Mark]; !dup {
 				marks[e.Mark] = e.ClassID
 			}
@@ -86,6 +97,9 @@ func (u uplink) Sync(ctx context.Context, env classify.Env, table classify.Table
 	}
 	if err := c.attachNoting(env, n3, Ingress, "gtpu-ingress", &res); err != nil {
 		return res, err
+	}
+	if u.markOnly {
+		return res, nil
 	}
 	err = c.attachNoting(env, env.Link, Egress, "mark-egress", &res)
 	return res, err
@@ -129,6 +143,9 @@ func (u uplink) Remove(ctx context.Context, env classify.Env) error {
 	}
 	if err := u.c.detach(env, n3, Ingress, "gtpu-ingress"); err != nil {
 		return err
+	}
+	if u.markOnly {
+		return nil
 	}
 	return u.c.detach(env, env.Link, Egress, "mark-egress")
 }

@@ -4,7 +4,11 @@
 // clsact egress cls_bpf program in direct-action mode. Per packet it
 //
 //   - finds the QoS flow by skb->mark (bits 0-23, MARK_MASK: the patched
-//     gtp5g's flow mark) through marks (mark -> flow id) and flows;
+//     gtp5g's flow mark) through marks (mark -> flow id) and flows; a
+//     packet whose mark names no flow (stock gtp5g marks nothing) is
+//     parsed as GTP-U (shaper/bpf/gtpu_parse.h, the gtpu classifier's
+//     parser) and found by its (TEID, QFI) through teids (-> flow id), a
+//     non-first fragment by its first fragment's flow (frags);
 //   - computes the departure time t from the flow's MBR clock and, for a
 //     non-GBR flow, its session's AMBR clock: t = max(now, clocks);
 //   - drops the packet (TC_ACT_SHOT) when t lies beyond now + the flow's
@@ -44,12 +48,17 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 
+#include "gtpu_parse.h"
+
 #define MARK_MASK 0x00FFFFFF
 #define NSEC_PER_SEC 1000000000ULL
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
 // Bytes of skb->len that are not the user's packet. Set by the loader.
 volatile const __u32 overhead = 0;
+// Bytes in front of the outer IPv4 header (GTP-U parsing): 14 on
+// Ethernet, 0 on an L3 device. Set by the loader.
+volatile const __u32 l2_len = 14;
 // Tests only: copy the hash set, the flow id and the class into cb[0..2],
 // which BPF_PROG_TEST_RUN hands back (it does not hand back skb->hash).
 volatile const __u32 echo = 0;
@@ -93,15 +102,19 @@ struct session {
 struct edt_config {
 	__u32 default_class; // priority for packets no flow claims (0: leave)
 	__u32 overhead;      // the loader's `overhead`, for a process that opens the pins
+	__u32 l2_len;        // the loader's `l2_len`, likewise
+	__u32 pad;
 };
 
 // stats[0], per CPU: packets no flow claims.
 struct edt_stats {
-	__u64 unknown_pkts; // mark 0 or not in marks
+	__u64 unknown_pkts; // neither a mark nor (TEID, QFI) names a flow
 	__u64 unknown_bytes;
 	__u64 stale_pkts;      // mark names a flow id that flows lacks
 	__u64 no_session_pkts; // a FLOW_AMBR flow whose session is missing
 	__u64 not_ip_pkts;     // paced by a plain tstamp write (not IP)
+	__u64 gtpu_pkts;       // found by (TEID, QFI), no mark naming a flow
+	__u64 frag_pkts;       // non-first fragments that followed their first
 };
 
 struct {
@@ -111,6 +124,25 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } marks SEC(".maps");
+
+// (TEID, QFI) of a GTP-U packet -> flow id: stock gtp5g's packets,
+// which carry no mark.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); // set by the loader
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct flow_key);
+	__type(value, __u32);
+} teids SEC(".maps");
+
+// The outer datagram of a first fragment found by (TEID, QFI) -> its
+// flow id, for the fragments after it (they carry no GTP-U header).
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct frag_key);
+	__type(value, __u32);
+} frags SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -178,10 +210,43 @@ static __always_inline void count(__u32 what)
 
 	if (!st)
 		return;
+	// One store per case, each at its own constant offset.
 	if (what == 0)
 		st->no_session_pkts++;
-	else
+	else if (what == 1)
 		st->not_ip_pkts++;
+	else if (what == 2)
+		st->gtpu_pkts++;
+	else
+		st->frag_pkts++;
+}
+
+// by_gtpu finds an unmarked packet's flow id from its GTP-U header:
+// (TEID, QFI) through teids; a first fragment leaves its flow for the
+// fragments after it, which take it from frags. NULL: no flow.
+static __always_inline __u32 *by_gtpu(struct __sk_buff *skb)
+{
+	struct flow_key key = {};
+	struct pkt pk = {};
+	int r = gtpu_parse(skb, l2_len, &key, &pk);
+
+	if (r == PARSE_NOT_GTP) {
+		if (!pk.later_frag)
+			return NULL;
+		__u32 *id = bpf_map_lookup_elem(&frags, &pk.frag);
+		if (id)
+			count(3);
+		return id;
+	}
+	if (r != PARSE_GTP_QFI)
+		return NULL;
+	__u32 *id = bpf_map_lookup_elem(&teids, &key);
+	if (!id)
+		return NULL;
+	count(2);
+	if (pk.first_frag)
+		bpf_map_update_elem(&frags, &pk.frag, id, BPF_ANY);
+	return id;
 }
 
 // Verdicts of advance().
@@ -224,9 +289,11 @@ SEC("tc")
 int edt_egress(struct __sk_buff *skb)
 {
 	__u32 mark = skb->mark & MARK_MASK;
-	if (!mark)
-		return unclaimed(skb, 0);
-	__u32 *id = bpf_map_lookup_elem(&marks, &mark);
+	__u32 *id = NULL;
+	if (mark)
+		id = bpf_map_lookup_elem(&marks, &mark);
+	if (!id)
+		id = by_gtpu(skb);
 	if (!id)
 		return unclaimed(skb, 0);
 	__u32 fid = *id;

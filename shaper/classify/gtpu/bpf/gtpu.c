@@ -13,10 +13,8 @@
 //                class id the mark (bits 0-23, MARK_MASK) names, for
 //                kernels without cls_fw.
 //
-// Parsing follows TS 29.281 (GTP-U header, optional fields when any of
-// E/S/PN is set, extension header chain in 4-octet units with the next type
-// in the last octet) and TS 38.415 (PDU Session Container, type 0x85: QFI
-// is the low 6 bits of its second octet).
+// The parser (TS 29.281, TS 38.415) is shaper/bpf/gtpu_parse.h, which the
+// edt pacer shares.
 //
 // The programs load with CAP_BPF and CAP_NET_ADMIN alone. Without
 // CAP_PERFMON the verifier refuses pointer arithmetic whose offset is a
@@ -30,15 +28,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-#define ETH_P_IP_BE bpf_htons(0x0800)
-#define IPPROTO_UDP_ 17
-#define GTPU_PORT 2152
-#define GTP_TPDU 0xff
-#define GTP_FLAG_E 0x04
-#define GTP_FLAG_S 0x02
-#define GTP_FLAG_PN 0x01
-#define EXT_PDU_SESSION 0x85
-#define MAX_EXT_HDRS 8
+#include "gtpu_parse.h"
+
 // The gtp5g patch's QoS mark field (gtp5g-patch/ABI.md, shaper.MarkMask):
 // bits 24-31 of skb->mark are not ours (bit 31: framed route).
 #define MARK_MASK 0x00FFFFFF
@@ -48,13 +39,8 @@
 // 0 on an L3 device. Rewritten by the loader before the program loads.
 volatile const __u32 l2_len = 14;
 
-// flow_key identifies a QoS flow on N3. teid is in host byte order;
-// teid == 0 means "any TEID" (QFI-only entries, looked up on a miss).
-struct flow_key {
-	__u32 teid;
-	__u8 qfi;
-	__u8 pad[3];
-};
+// flow_key (gtpu_parse.h): teid == 0 means "any TEID" (QFI-only entries,
+// looked up on a miss).
 
 // Downlink: (TEID, QFI) -> HTB class id (major << 16 | minor).
 struct {
@@ -148,16 +134,8 @@ struct {
 	__type(value, struct sdf_rules);
 } ul_rules SEC(".maps");
 
-// frag_key names one outer IPv4 datagram: its non-first fragments carry
-// no UDP or GTP-U header, so they take what the first fragment got.
-struct frag_key {
-	__u32 saddr;
-	__u32 daddr;
-	__u16 id;
-	__u8 proto;
-	__u8 dir; // 0 egress (value: class id), 1 ingress (value: mark)
-};
-
+// frags: frag_key (gtpu_parse.h) -> the value the first fragment got;
+// frag_key.dir is 0 on egress (value: class id), 1 on ingress (value: mark).
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -190,126 +168,6 @@ static __always_inline void count(__u32 idx)
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 	if (v)
 		*v += 1;
-}
-
-enum parse_result {
-	PARSE_NOT_GTP = 0, // leave the packet alone
-	PARSE_GTP = 1,     // GTP-U, TEID known, QFI unknown
-	PARSE_GTP_QFI = 2, // GTP-U with TEID and QFI
-};
-
-// pkt is what parse learnt about a packet besides its key.
-struct pkt {
-	struct frag_key frag;
-	__u8 first_frag; // offset 0 with more fragments to come
-	__u8 later_frag; // offset != 0
-	__u32 inner;     // offset of the T-PDU (0: unknown)
-};
-
-// ext_hdr reads the extension header of type *next at *off: the QFI of
-// the first PDU Session Container, and the next type from its last octet.
-// It returns 1 where the walk ends: at the chain's end (pk->inner set), or
-// at a header that cannot be read.
-static __always_inline int ext_hdr(struct __sk_buff *skb, struct flow_key *key, struct pkt *pk,
-				   __u32 *off, __u8 *next, int *r)
-{
-	__u8 ext[3];
-
-	if (*next == 0) {
-		pk->inner = *off;
-		return 1;
-	}
-	if (bpf_skb_load_bytes(skb, *off, ext, 1) < 0)
-		return 1;
-	__u32 len = (__u32)ext[0] * 4;
-	if (len == 0)
-		return 1;
-	if (*next == EXT_PDU_SESSION && *r == PARSE_GTP) {
-		if (bpf_skb_load_bytes(skb, *off, ext, 3) < 0)
-			return 1;
-		key->qfi = ext[2] & 0x3f;
-		*r = PARSE_GTP_QFI;
-	}
-	// Next extension type is the last octet of this header.
-	if (bpf_skb_load_bytes(skb, *off + len - 1, next, 1) < 0)
-		return 1;
-	*off += len;
-	return 0;
-}
-
-// parse reads TEID and QFI of an IPv4/UDP/GTP-U packet.
-static __always_inline int parse(struct __sk_buff *skb, struct flow_key *key, struct pkt *pk)
-{
-	__u8 ip[20];
-	__u8 udp[8];
-	__u8 gtp[12];
-	__u32 off = l2_len;
-
-	if (skb->protocol != ETH_P_IP_BE)
-		return PARSE_NOT_GTP;
-	if (bpf_skb_load_bytes(skb, off, ip, sizeof(ip)) < 0)
-		return PARSE_NOT_GTP;
-	if ((ip[0] >> 4) != 4)
-		return PARSE_NOT_GTP;
-	__u32 ihl = (ip[0] & 0x0f) * 4;
-	if (ihl < 20)
-		return PARSE_NOT_GTP;
-	if (ip[9] != IPPROTO_UDP_)
-		return PARSE_NOT_GTP;
-	__builtin_memcpy(&pk->frag.saddr, ip + 12, 4);
-	__builtin_memcpy(&pk->frag.daddr, ip + 16, 4);
-	pk->frag.id = (__u16)ip[4] << 8 | ip[5];
-	pk->frag.proto = ip[9];
-	// A non-first fragment carries no UDP header.
-	if (((ip[6] & 0x1f) | ip[7]) != 0) {
-		pk->later_frag = 1;
-		return PARSE_NOT_GTP;
-	}
-	pk->first_frag = (ip[6] & 0x20) != 0;
-	off += ihl;
-	if (bpf_skb_load_bytes(skb, off, udp, sizeof(udp)) < 0)
-		return PARSE_NOT_GTP;
-	if (((__u16)udp[2] << 8 | udp[3]) != GTPU_PORT)
-		return PARSE_NOT_GTP;
-	off += 8;
-	if (bpf_skb_load_bytes(skb, off, gtp, 8) < 0)
-		return PARSE_NOT_GTP;
-	// Version 1, protocol type GTP (not GTP').
-	if ((gtp[0] & 0xf0) != 0x30)
-		return PARSE_NOT_GTP;
-	key->teid = (__u32)gtp[4] << 24 | (__u32)gtp[5] << 16 |
-		    (__u32)gtp[6] << 8 | gtp[7];
-	if (gtp[1] != GTP_TPDU)
-		return PARSE_GTP;
-	if (!(gtp[0] & (GTP_FLAG_E | GTP_FLAG_S | GTP_FLAG_PN))) {
-		pk->inner = off + 8;
-		return PARSE_GTP;
-	}
-	// Sequence number (2), N-PDU number (1), next extension type (1):
-	// present if any of E/S/PN is set; the next type counts only with E.
-	if (bpf_skb_load_bytes(skb, off + 8, gtp + 8, 4) < 0)
-		return PARSE_GTP;
-	if (!(gtp[0] & GTP_FLAG_E)) {
-		pk->inner = off + 12;
-		return PARSE_GTP;
-	}
-	__u8 next = gtp[11];
-	off += 12;
-	int r = PARSE_GTP;
-
-	// Walk the whole chain: the T-PDU starts after its last header. The
-	// MAX_EXT_HDRS steps are written out: a loader without CAP_PERFMON has
-	// the verifier follow each branch's speculated way too, and on a loop
-	// that goes on past its bound, counting down without end.
-	_Static_assert(MAX_EXT_HDRS == 8, "one EXT_HDR per header");
-#define EXT_HDR ext_hdr(skb, key, pk, &off, &next, &r)
-	if (EXT_HDR || EXT_HDR || EXT_HDR || EXT_HDR ||
-	    EXT_HDR || EXT_HDR || EXT_HDR || EXT_HDR)
-		return r;
-#undef EXT_HDR
-	if (next == 0)
-		pk->inner = off;
-	return r;
 }
 
 // lookup finds the value for (TEID, QFI), falling back to a QFI-only entry.
@@ -474,7 +332,7 @@ int gtpu_egress(struct __sk_buff *skb)
 	struct flow_key key = {};
 	struct pkt pk = {};
 	__u32 value = 0;
-	int r = parse(skb, &key, &pk);
+	int r = gtpu_parse(skb, l2_len, &key, &pk);
 
 	if (r == PARSE_NOT_GTP) {
 		if (pk.later_frag) {
@@ -510,7 +368,7 @@ int gtpu_ingress(struct __sk_buff *skb)
 	struct flow_key key = {};
 	struct pkt pk = {};
 	__u32 value = 0;
-	int r = parse(skb, &key, &pk);
+	int r = gtpu_parse(skb, l2_len, &key, &pk);
 
 	if (r == PARSE_NOT_GTP) {
 		if (pk.later_frag) {
