@@ -20,21 +20,30 @@ import (
 // Name is the backend's name in policies and output.
 const Name = plan.Name
 
-// Options configure a Backend.
+// Options configure the HTB backend on one device: a Backend (Open) and the
+// Reconciler it writes through (NewReconciler, which reads Force,
+// Classifier, Custom, Leaf, Incremental and NetNS; the others are the
+// Backend's). Package shaper/backends fills them from its Options.
 type Options struct {
-	// Force lets Apply replace a root qdisc gtpqos did not create.
+	// Force lets Apply (and Reconcile) replace a root qdisc gtpqos did not
+	// create.
 	Force bool
 	// Classifier overrides the policy's classifier kind ("" keeps it; auto
 	// makes the reconciler pick, whatever the policy says).
 	Classifier classify.Kind
 	// Custom is the classifier to use instead of a built-in one (package
-	// gtpu's views); its kind overrides the policy's.
+	// gtpu's views); its kind overrides the policy's and Classifier.
 	Custom classify.Classifier
 	// Leaf overrides the policy's leaf kind ("" keeps it).
 	Leaf plan.LeafKind
 	// Incremental makes Apply trust its last successful write between
-	// Resyncs (see Reconciler.Reconcile).
+	// Resyncs: after a successful Reconcile the Reconciler remembers the
+	// tree it made true, and the next one diffs against it instead of
+	// reading the device back (see Reconciler.Reconcile). Off by default.
 	Incremental bool
+	// NetNS is the network namespace h works in; the backend opens its own
+	// route-netlink socket there (0 or netns.None(): the current one).
+	NetNS netns.NsHandle
 	// N3 names the N3 device, where the GTP-U classifier keeps the uplink
 	// (TEID, QFI) -> mark entries an N6 tree's classes are bound by.
 	N3 string
@@ -46,9 +55,6 @@ type Options struct {
 	// (N3: packets leave as GTP-U frames) or uplink (N6); it decides the
 	// overhead packet accounting takes off (0: downlink).
 	Direction shaper.Direction
-	// NetNS is the network namespace h works in; the backend opens its own
-	// route-netlink socket there (netns.None(): the current one).
-	NetNS netns.NsHandle
 }
 
 // Backend is the HTB backend (shaper.Backend) for one device. It keeps the
@@ -87,16 +93,7 @@ func Open(h *netlink.Handle, closeH func(), dev string, o Options) (*Backend, er
 	if err != nil {
 		return nil, fmt.Errorf("dev %s: %w", dev, err)
 	}
-	ro := []Option{WithForce(o.Force), WithIncremental(o.Incremental), withRaw(raw)}
-	if o.Custom != nil {
-		ro = append(ro, WithClassifier(o.Custom))
-	} else if o.Classifier != "" && o.Classifier != classify.KindAuto {
-		ro = append(ro, WithClassifierKind(o.Classifier))
-	}
-	if o.Leaf != "" {
-		ro = append(ro, WithLeaf(o.Leaf))
-	}
-	b := &Backend{h: h, raw: raw, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}
+	b := &Backend{h: h, raw: raw, close: closeH, dev: dev, opts: o, rec: newReconciler(h, dev, o, raw)}
 	if o.Incremental {
 		b.startGrower()
 	}

@@ -26,32 +26,32 @@ func (r *Reconciler) builtin(k classify.Kind) classify.Classifier {
 	return c
 }
 
-// checkKind fails if the classifier the run would use is neither given with
-// WithClassifier, nor auto, nor built in. It reads nothing from the kernel,
+// checkKind fails if the classifier the run would use is neither given as
+// Options.Custom, nor auto, nor built in. It reads nothing from the kernel,
 // so reconcile calls it before changing anything.
 func (r *Reconciler) checkKind(desired *plan.Tree) error {
-	if r.cls != nil {
+	if r.opts.Custom != nil {
 		return nil
 	}
-	k := r.kind
+	k := r.opts.Classifier
 	if k == "" || k == classify.KindAuto {
 		k = desired.Classifier
 	}
 	if k == "" || k == classify.KindAuto || k == classify.KindFw || k == classify.KindBPF {
 		return nil
 	}
-	return fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed with WithClassifier)", r.dev, k)
+	return fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed as Options.Custom)", r.dev, k)
 }
 
-// classifier picks the classifier: one given with WithClassifier, else the
+// classifier picks the classifier: Options.Custom, else the
 // forced or desired kind; auto adopts the built-in classifier already
 // installed, else probes fw and falls back to bpf.
 func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *plan.Tree, res *Result) (classify.Classifier, error) {
-	if r.cls != nil {
-		res.ClassifierKind = r.cls.Kind()
-		return r.cls, nil
+	if r.opts.Custom != nil {
+		res.ClassifierKind = r.opts.Custom.Kind()
+		return r.opts.Custom, nil
 	}
-	k := r.kind
+	k := r.opts.Classifier
 	if k == "" || k == classify.KindAuto {
 		k = desired.Classifier
 	}
@@ -65,7 +65,7 @@ func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *
 	}
 	c := r.builtin(k)
 	if c == nil {
-		return nil, fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed with WithClassifier)", r.dev, k)
+		return nil, fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed as Options.Custom)", r.dev, k)
 	}
 	res.ClassifierKind = k
 	return c, nil

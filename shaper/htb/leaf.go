@@ -104,7 +104,7 @@ func (fqCodelLeaf) read(q netlink.Qdisc) (plan.LeafSpec, bool) {
 // becomes fq_codel if the kernel has it (tried on the default class's leaf
 // once per Reconciler, or seen already in place), else fifo.
 func (r *Reconciler) leafKind(link netlink.Link, desired *plan.Tree, st rootState, res *Result) plan.LeafKind {
-	k := r.leaf
+	k := r.opts.Leaf
 	if k == "" || k == plan.LeafAuto {
 		k = desired.Leaf.Kind
 	}

@@ -20,9 +20,9 @@ func (r *Reconciler) checkReady(k classify.Kind) error {
 	var c classify.Readier
 	var ok bool
 	switch {
-	case r.cls != nil: // a custom classifier (gtpu) is asked as well
-		k = r.cls.Kind()
-		c, ok = r.cls.(classify.Readier)
+	case r.opts.Custom != nil: // a custom classifier (gtpu) is asked as well
+		k = r.opts.Custom.Kind()
+		c, ok = r.opts.Custom.(classify.Readier)
 	case k != classify.KindAuto:
 		c, ok = r.builtin(k).(classify.Readier)
 	}

@@ -47,7 +47,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *plan.Tree) (Result,
 	if err != nil {
 		return res, err
 	}
-	if r.incremental {
+	if r.opts.Incremental {
 		u.st.tree, u.st.table, u.st.cls = treeHeader(desired), u.bound, u.cls
 		u.st.link, u.st.leaf = u.link, res.LeafKind
 		r.mem = u.st
@@ -85,7 +85,7 @@ func (r *Reconciler) begin(ctx context.Context, desired *plan.Tree, mem *devStat
 	hadNoRoot := kind == classify.KindAuto && r.autoKind == "" && r.noRoot(link)
 	u := &run{r: r, ctx: ctx, desired: desired, link: link, res: res,
 		env: classify.Env{Handle: r.h, Link: link, Root: rootHandle()}}
-	if r.incremental && mem != nil {
+	if r.opts.Incremental && mem != nil {
 		c, err := r.classifier(ctx, u.env, desired, res)
 		if err != nil {
 			return nil, err

@@ -12,87 +12,58 @@ import (
 
 // Reconciler makes one device's HTB tree match a desired Tree. It keeps one
 // netlink handle for its lifetime (pass netlink.NewHandleAt(ns,
-// unix.NETLINK_ROUTE) to work in a network namespace, with WithNetNS(ns))
-// and a route-netlink socket of its own for what the handle cannot express
-// (the root's size table, rate-spec overheads, batches), and remembers the
-// classifier and leaf it detected.
+// unix.NETLINK_ROUTE) to work in a network namespace, with Options.NetNS
+// ns) and a route-netlink socket of its own for what the handle cannot
+// express (the root's size table, rate-spec overheads, batches), and
+// remembers the classifier and leaf it detected.
 // It is not safe for concurrent use.
 type Reconciler struct {
-	h     *netlink.Handle
-	dev   string
-	force bool
-	// ns is the network namespace of h, where the raw socket is opened
-	// (netns.None(): the current one); raw is that socket once open, and
+	h   *netlink.Handle
+	dev string
+	// opts are the Options it was made with; of them it reads Force,
+	// Classifier, Custom, Leaf, Incremental and NetNS.
+	opts Options
+	// raw is the route-netlink socket once open (in opts.NetNS), and
 	// ownRaw says Close closes it; rawIndex is the ifindex the socket was
 	// checked to see dev at.
-	ns       netns.NsHandle
 	raw      *rtnl
 	ownRaw   bool
 	rawIndex int
-	// kind is the requested classifier kind (overridden by the tree's when
-	// empty); cls is the classifier in use once chosen.
-	kind       classify.Kind
-	cls        classify.Classifier
-	leaf       plan.LeafKind
+	// leafAuto and autoKind are the leaf and classifier kinds auto
+	// picked, once picked.
 	leafAuto   plan.LeafKind
 	autoKind   classify.Kind
 	writes     int
 	classCache map[classify.Kind]classify.Classifier
 	// ready holds the kinds checkReady passed.
 	ready map[classify.Kind]bool
-	// incremental turns incremental mode on; mem is what the last
-	// successful Reconcile made true (nil: read the kernel next time).
-	incremental bool
-	mem         *devState
-	reads       int
+	// mem is what the last successful Reconcile made true, remembered in
+	// incremental mode (nil: read the kernel next time).
+	mem   *devState
+	reads int
 	// bind is how often a build binds the flow classes it has created so
 	// far (bindChunk).
 	bind bindChunk
 }
 
-// Option configures a Reconciler.
-type Option func(*Reconciler)
-
-// WithNetNS names the network namespace h works in: the Reconciler opens
-// its own route-netlink socket there. Without it the socket is opened in
-// the current namespace, and the Reconciler refuses to write when that
+// NewReconciler returns a Reconciler for device dev through handle h,
+// configured by o (the fields a Reconciler reads are listed on Options).
+// h must stay open as long as the Reconciler is used; the caller closes
+// it. The Reconciler opens its own route-netlink socket in o.NetNS;
+// without it, in the current namespace, and it refuses to write when that
 // socket does not see the device the handle sees.
-func WithNetNS(ns netns.NsHandle) Option { return func(r *Reconciler) { r.ns = ns } }
-
-// withRaw shares an open socket (the Backend's) instead of opening one.
-func withRaw(c *rtnl) Option { return func(r *Reconciler) { r.raw = c } }
-
-// WithForce lets Reconcile replace a root qdisc gtpqos did not create.
-func WithForce(force bool) Option { return func(r *Reconciler) { r.force = force } }
-
-// WithClassifierKind forces a classifier kind (auto, fw, bpf) instead of the
-// one the desired tree names.
-func WithClassifierKind(k classify.Kind) Option { return func(r *Reconciler) { r.kind = k } }
-
-// WithClassifier uses c (for example shaper/classify/gtpu's) for classification.
-func WithClassifier(c classify.Classifier) Option {
-	return func(r *Reconciler) { r.cls = c; r.kind = c.Kind() }
+func NewReconciler(h *netlink.Handle, dev string, o Options) *Reconciler {
+	return newReconciler(h, dev, o, nil)
 }
 
-// WithLeaf forces a leaf qdisc kind instead of the desired tree's.
-func WithLeaf(k plan.LeafKind) Option { return func(r *Reconciler) { r.leaf = k } }
-
-// WithIncremental turns incremental mode on (see Reconcile): after a
-// successful Reconcile the Reconciler remembers the tree it made true, and
-// the next Reconcile diffs against it instead of reading the device back.
-// Call Resync for a full run that reads the kernel and repairs drift. Off by
-// default.
-func WithIncremental(on bool) Option { return func(r *Reconciler) { r.SetIncremental(on) } }
-
-// NewReconciler returns a Reconciler for device dev through handle h. h must
-// stay open as long as the Reconciler is used; the caller closes it.
-func NewReconciler(h *netlink.Handle, dev string, opts ...Option) *Reconciler {
-	r := &Reconciler{h: h, dev: dev, ns: netns.None(), classCache: map[classify.Kind]classify.Classifier{},
-		bind: defaultBindChunk}
-	for _, o := range opts {
-		o(r)
+// newReconciler is NewReconciler sharing an open socket (the Backend's)
+// when raw is not nil.
+func newReconciler(h *netlink.Handle, dev string, o Options, raw *rtnl) *Reconciler {
+	if o.NetNS == 0 {
+		o.NetNS = netns.None()
 	}
-	return r
+	return &Reconciler{h: h, dev: dev, opts: o, raw: raw, classCache: map[classify.Kind]classify.Classifier{},
+		bind: defaultBindChunk}
 }
 
 // Close closes the route-netlink socket the Reconciler opened (not h, which
@@ -109,15 +80,6 @@ func (r *Reconciler) Dev() string { return r.dev }
 
 // Writes returns the number of kernel writes this Reconciler has made.
 func (r *Reconciler) Writes() int { return r.writes }
-
-// SetIncremental turns incremental mode on or off (see WithIncremental).
-// Turning it off drops what the Reconciler remembers.
-func (r *Reconciler) SetIncremental(on bool) {
-	r.incremental = on
-	if !on {
-		r.mem = nil
-	}
-}
 
 // Resync makes the next Reconcile read the device's tree from the kernel
 // and repair any drift (a full resync) instead of trusting what the last
@@ -151,11 +113,11 @@ func (r *Reconciler) ClassListReads() int { return r.reads }
 // A class whose parent differs is the only thing deleted and re-created
 // (HTB cannot move a class). A second call with the same desired tree makes
 // no writes. A root qdisc gtpqos did not create makes Reconcile fail with
-// shaper.ErrNotOwned unless WithForce(true).
+// shaper.ErrNotOwned unless Options.Force.
 //
 // By default every Reconcile first reads the device's root qdisc, classes,
 // leaf qdiscs and classifier entries. In incremental mode
-// (WithIncremental), a Reconcile after a successful one reads nothing
+// (Options.Incremental), a Reconcile after a successful one reads nothing
 // back: it diffs desired against the tree the last run made true, with the
 // same order of writes (classes changed in place, classifier entries
 // removed before their classes, no packet pointed at HTB's direct queue),

@@ -91,7 +91,7 @@ func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Resul
 		}
 	} else {
 		if st.root != nil && st.root.Attrs().Handle != 0 {
-			if !r.force {
+			if !r.opts.Force {
 				return nil, r.foreignErr(st.root)
 			}
 			maj, _ := netlink.MajorMinor(st.root.Attrs().Handle)
