@@ -70,8 +70,10 @@ type Backend struct {
 	rec   *Reconciler
 	// plan is what the last Apply and the Updates since made true (nil:
 	// plan against the kernel's tree next time), and pol the policy it was
-	// made for; updated says an Update wrote since the last Apply, whose
-	// remembered tree is then stale.
+	// made for. It is the plan; what the device holds, in the kernel's
+	// units, is rec's record (devState). updated says an Update wrote
+	// since the last Apply: rec's record then lacks the classifier entries
+	// the Updates wrote, so the next Apply has rec read the device.
 	plan    *plan.State
 	pol     shaper.Policy
 	updated bool

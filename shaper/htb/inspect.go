@@ -16,7 +16,7 @@ func (r *Reconciler) actual(ctx context.Context) (*plan.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (r *Reconciler) reset(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	if err != nil {
 		return err
 	}

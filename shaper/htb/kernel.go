@@ -34,8 +34,11 @@ func (r *Reconciler) link() (netlink.Link, error) {
 // rootHandle is the owned root qdisc's handle.
 func rootHandle() uint32 { return netlink.MakeHandle(plan.OwnedMajor, 0) }
 
-// rootState finds the device's root qdisc and the qdiscs by parent.
-type rootState struct {
+// qdiscState is the device's qdiscs as read from the kernel: its root
+// qdisc (owned: gtpqos's HTB root) with the owned root's size table, and
+// the other qdiscs (the leaves) by parent class id. A devState holds it for
+// an owned root.
+type qdiscState struct {
 	root     netlink.Qdisc
 	owned    bool
 	byParent map[uint32]netlink.Qdisc
@@ -43,12 +46,12 @@ type rootState struct {
 	stab *sizeSpec
 }
 
-func (r *Reconciler) readRoot(link netlink.Link) (rootState, error) {
+func (r *Reconciler) readQdiscs(link netlink.Link) (qdiscState, error) {
 	qs, err := r.h.QdiscList(link)
 	if err != nil {
-		return rootState{}, fmt.Errorf("dev %s: list qdiscs: %w", r.dev, err)
+		return qdiscState{}, fmt.Errorf("dev %s: list qdiscs: %w", r.dev, err)
 	}
-	st := rootState{byParent: make(map[uint32]netlink.Qdisc, len(qs))}
+	st := qdiscState{byParent: make(map[uint32]netlink.Qdisc, len(qs))}
 	for _, q := range qs {
 		a := q.Attrs()
 		if a.LinkIndex != link.Attrs().Index {

@@ -42,7 +42,7 @@ func (r *Reconciler) checkReady(k classify.Kind) error {
 // noRoot reports whether the device has no root qdisc at all (so that a
 // root this run creates can go again if the run must stop).
 func (r *Reconciler) noRoot(link netlink.Link) bool {
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	return err == nil && (st.root == nil || st.root.Attrs().Handle == 0)
 }
 

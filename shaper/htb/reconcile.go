@@ -37,9 +37,9 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *plan.Tree) (Result,
 	res := Result{Dev: r.dev}
 	// The remembered state is dropped now and kept again only if this run
 	// succeeds: after any error the next run reads the kernel.
-	mem := r.mem
-	r.mem = nil
-	u, err := r.begin(ctx, desired, mem, &res)
+	held := r.held
+	r.held = nil
+	u, err := r.begin(ctx, desired, held, &res)
 	if err == nil {
 		err = u.steps()
 	}
@@ -50,7 +50,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *plan.Tree) (Result,
 	if r.opts.Incremental {
 		u.st.tree, u.st.table, u.st.cls = treeHeader(desired), u.bound, u.cls
 		u.st.link, u.st.leaf = u.link, res.LeafKind
-		r.mem = u.st
+		r.held = u.st
 	}
 	return res, nil
 }
@@ -58,7 +58,7 @@ func (r *Reconciler) reconcile(ctx context.Context, desired *plan.Tree) (Result,
 // begin checks desired, finds the device and its state (remembered, or
 // read from the kernel with the root created where there is none), and
 // picks the classifier.
-func (r *Reconciler) begin(ctx context.Context, desired *plan.Tree, mem *devState, res *Result) (*run, error) {
+func (r *Reconciler) begin(ctx context.Context, desired *plan.Tree, held *devState, res *Result) (*run, error) {
 	if err := checkDesired(desired); err != nil {
 		return nil, fmt.Errorf("dev %s: %w", r.dev, err)
 	}
@@ -85,13 +85,13 @@ func (r *Reconciler) begin(ctx context.Context, desired *plan.Tree, mem *devStat
 	hadNoRoot := kind == classify.KindAuto && r.autoKind == "" && r.noRoot(link)
 	u := &run{r: r, ctx: ctx, desired: desired, link: link, res: res,
 		env: classify.Env{Handle: r.h, Link: link, Root: rootHandle()}}
-	if r.opts.Incremental && mem != nil {
+	if r.opts.Incremental && held != nil {
 		c, err := r.classifier(ctx, u.env, desired, res)
 		if err != nil {
 			return nil, err
 		}
-		if mem.usableFor(link, desired, c) {
-			u.st, u.cls, u.bound = mem, c, mem.table
+		if held.usableFor(link, desired, c) {
+			u.st, u.cls, u.bound = held, c, held.table
 			res.Incremental, res.Adopted = true, true
 		}
 	}
@@ -129,7 +129,7 @@ func (u *run) steps() error {
 	if err := u.createAndChange(); err != nil {
 		return err
 	}
-	if err := u.r.syncLeaves(u.ctx, u.link, u.desired, rootState{root: u.st.root, owned: true, byParent: u.st.byParent}, u.res); err != nil {
+	if err := u.r.syncLeaves(u.ctx, u.link, u.desired, u.st.qdiscState, u.res); err != nil {
 		return err
 	}
 	if err := u.syncClassifier(u.desired.Table()); err != nil {

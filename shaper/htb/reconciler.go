@@ -37,9 +37,10 @@ type Reconciler struct {
 	classCache map[classify.Kind]classify.Classifier
 	// ready holds the kinds checkReady passed.
 	ready map[classify.Kind]bool
-	// mem is what the last successful Reconcile made true, remembered in
-	// incremental mode (nil: read the kernel next time).
-	mem   *devState
+	// held is what the device holds as the last successful Reconcile
+	// left it, remembered in incremental mode (nil: read the kernel next
+	// time).
+	held  *devState
 	reads int
 	// bind is how often a build binds the flow classes it has created so
 	// far (bindChunk).
@@ -84,7 +85,7 @@ func (r *Reconciler) Writes() int { return r.writes }
 // Resync makes the next Reconcile read the device's tree from the kernel
 // and repair any drift (a full resync) instead of trusting what the last
 // one made true. Outside incremental mode every Reconcile reads the kernel.
-func (r *Reconciler) Resync() { r.mem = nil }
+func (r *Reconciler) Resync() { r.held = nil }
 
 // ClassListReads returns how many times this Reconciler has read the
 // device's class list back from the kernel (full Reconcile runs and Actual;
@@ -142,7 +143,7 @@ func (r *Reconciler) Actual(ctx context.Context) (*plan.Tree, error) { return r.
 // kernel's default root qdisc returns. A device without a gtpqos tree is left
 // alone (nil error).
 func (r *Reconciler) Reset(ctx context.Context) error {
-	r.mem = nil
+	r.held = nil
 	return r.reset(ctx)
 }
 

@@ -12,25 +12,32 @@ import (
 	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
-// devState is what a device holds as one Reconcile works on it: read from
-// the kernel (a full run) or remembered from the last successful run (an
-// incremental run). Reconcile updates it as it writes, so after a
-// successful run it is what the kernel holds, and in incremental mode it is
-// remembered for the next run to diff against.
+// devState is the kernel side's one record of what a device holds, as one
+// Reconcile works on it: read from the kernel (a full run) or remembered
+// from the last successful run (an incremental run). Reconcile updates it
+// as it writes, so after a successful run it is what the kernel holds, and
+// in incremental mode the Reconciler keeps it (Reconciler.held) for the
+// next run to diff against.
+//
+// It is not the plan. The Backend keeps that as a plan.State: the flows,
+// their admission and each flow's class, in the model's units, which is
+// what an Update plans from. A devState holds what only the kernel side
+// needs: the device's qdiscs (root, size table, leaves), its classes in
+// the kernel's units (bytes/s, ticks, rate-spec overheads, as the kernel
+// reports them, so a diff has no rounding drift), and the classifier's
+// entries; and, read from the kernel, it can hold classes no plan has
+// (stale or someone else's, which the run deletes).
 type devState struct {
 	// ifindex is the device the state belongs to; a device recreated under
 	// the same name has another index, so a remembered state is not used
 	// for it.
 	ifindex int
-	// root is the owned root HTB qdisc.
-	root *netlink.Htb
-	// byParent holds the leaf qdiscs by parent class id.
-	byParent map[uint32]netlink.Qdisc
+	// qdiscState is the owned root HTB qdisc (owned is always set), its
+	// size table and the leaf qdiscs by parent class id.
+	qdiscState
 	// classes are the HTB classes under the root by minor, in the
 	// kernel's units with their rate-spec overheads.
 	classes plan.MinorTable[kernelClass]
-	// stab is the root's size table (nil: none).
-	stab *sizeSpec
 
 	// Set when the state is remembered (after a successful run): tree is
 	// the header of the desired tree made true (no classes), table the classifier's entries and cls
@@ -80,7 +87,7 @@ func treeHeader(t *plan.Tree) *plan.Tree {
 // (with its link and default classes) first where the device has none, and
 // repairing an owned root's default class and size table.
 func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Result) (*devState, error) {
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +113,7 @@ func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Resul
 	if err != nil {
 		return nil, err
 	}
-	return &devState{ifindex: link.Attrs().Index, root: st.root.(*netlink.Htb), byParent: st.byParent, classes: classes,
-		stab: st.stab}, nil
+	return &devState{ifindex: link.Attrs().Index, qdiscState: st, classes: classes}, nil
 }
 
 // fixRoot repairs an owned root qdisc. HTB has no change operation for its
@@ -115,7 +121,7 @@ func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Resul
 // (its counters start again). The size table is changed in place (a qdisc
 // change that carries only TCA_STAB, or nothing to remove it); only if the
 // kernel refuses that is the root rebuilt.
-func (r *Reconciler) fixRoot(link netlink.Link, desired *plan.Tree, st rootState, res *Result) (rootState, error) {
+func (r *Reconciler) fixRoot(link netlink.Link, desired *plan.Tree, st qdiscState, res *Result) (qdiscState, error) {
 	root := st.root.(*netlink.Htb)
 	if root.Defcls != uint32(desired.DefaultMinor) {
 		res.Notes = append(res.Notes, fmt.Sprintf("root qdisc htb %x: sent unclassified packets to class %x:%x, not gtpqos's default %s, and HTB cannot change a root's default in place: rebuilt the tree (class counters start again)",
@@ -149,7 +155,7 @@ func stabNote(t *plan.Tree) string {
 
 // rebuild creates the root HTB, replacing what the device has, and reads
 // it back.
-func (r *Reconciler) rebuild(link netlink.Link, desired *plan.Tree, st rootState, res *Result) (rootState, error) {
+func (r *Reconciler) rebuild(link netlink.Link, desired *plan.Tree, st qdiscState, res *Result) (qdiscState, error) {
 	var old uint32
 	if st.root != nil && st.root.Attrs().Handle == rootHandle() {
 		old = rootHandle() // the same handle: replacing it would only change it
@@ -158,7 +164,7 @@ func (r *Reconciler) rebuild(link netlink.Link, desired *plan.Tree, st rootState
 		return st, err
 	}
 	res.CreatedRoot, res.Adopted = true, false
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	if err != nil {
 		return st, err
 	}
