@@ -40,9 +40,12 @@ type devState struct {
 	classes plan.MinorTable[kernelClass]
 
 	// Set when the state is remembered (after a successful run): tree is
-	// the header of the desired tree made true (no classes), table the classifier's entries and cls
-	// the classifier that holds them; link is the device and leaf the leaf
-	// kind in use, so an incremental update reads neither back.
+	// the header of the desired tree made true (no classes), table the
+	// classifier's entries and cls the classifier that holds them; link is
+	// the device and leaf the leaf kind in use, so an incremental update
+	// reads neither back. An Update's writes (writeDelta) keep classes and
+	// qdiscs up to date but not table, which is why the Backend has the
+	// Reconciler forget the state after Updates before its next Apply.
 	tree  *plan.Tree
 	table classify.Table
 	cls   classify.Classifier
@@ -62,6 +65,8 @@ type qdiscState struct {
 	stab *sizeSpec
 }
 
+// readQdiscs reads the device's qdiscs, with the fifo leaves' limits and
+// an owned root's size table, which vishvananda/netlink does not decode.
 func (r *Reconciler) readQdiscs(link netlink.Link) (qdiscState, error) {
 	qs, err := r.h.QdiscList(link)
 	if err != nil {
