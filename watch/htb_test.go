@@ -91,7 +91,7 @@ func (w withClassList) Apply(ctx context.Context, flows []shaper.Flow, pol shape
 // actual reads the kernel's tree through a reconciler of its own.
 func (l *htbLab) actual(t testing.TB) *plan.Tree {
 	t.Helper()
-	tr, err := htb.NewReconciler(l.h, l.dev, htb.WithNetNS(l.ns.Handle)).Actual(context.Background())
+	tr, err := htb.NewReconciler(l.h, l.dev, htb.Options{NetNS: l.ns.Handle}).Actual(context.Background())
 	if err != nil {
 		t.Fatalf("read tree on %s: %v", l.dev, err)
 	}
@@ -200,7 +200,7 @@ func (l *htbLab) waitShape(t testing.TB, want *plan.Tree, what string) {
 	var got string
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		tr, err := htb.NewReconciler(l.h, l.dev, htb.WithNetNS(l.ns.Handle)).Actual(context.Background())
+		tr, err := htb.NewReconciler(l.h, l.dev, htb.Options{NetNS: l.ns.Handle}).Actual(context.Background())
 		if err != nil {
 			t.Fatalf("read tree on %s: %v", l.dev, err)
 		}
@@ -590,7 +590,7 @@ func TestHTBCleanupOnExitRemovesTree(t *testing.T) {
 	if err := e.Cleanup(context.Background()); err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}
-	tr, err := htb.NewReconciler(l.h, l.dev, htb.WithNetNS(l.ns.Handle)).Actual(context.Background())
+	tr, err := htb.NewReconciler(l.h, l.dev, htb.Options{NetNS: l.ns.Handle}).Actual(context.Background())
 	if err != nil || tr != nil {
 		t.Fatalf("after cleanup: tree %v, err %v; want no gtpqos tree", tr, err)
 	}

@@ -20,21 +20,30 @@ import (
 // Name is the backend's name in policies and output.
 const Name = plan.Name
 
-// Options configure a Backend.
+// Options configure the HTB backend on one device: a Backend (Open) and the
+// Reconciler it writes through (NewReconciler, which reads Force,
+// Classifier, Custom, Leaf, Incremental and NetNS; the others are the
+// Backend's). Package shaper/backends fills them from its Options.
 type Options struct {
-	// Force lets Apply replace a root qdisc gtpqos did not create.
+	// Force lets Apply (and Reconcile) replace a root qdisc gtpqos did not
+	// create.
 	Force bool
 	// Classifier overrides the policy's classifier kind ("" keeps it; auto
 	// makes the reconciler pick, whatever the policy says).
 	Classifier classify.Kind
 	// Custom is the classifier to use instead of a built-in one (package
-	// gtpu's views); its kind overrides the policy's.
+	// gtpu's views); its kind overrides the policy's and Classifier.
 	Custom classify.Classifier
 	// Leaf overrides the policy's leaf kind ("" keeps it).
 	Leaf plan.LeafKind
 	// Incremental makes Apply trust its last successful write between
-	// Resyncs (see Reconciler.Reconcile).
+	// Resyncs: after a successful Reconcile the Reconciler remembers the
+	// tree it made true, and the next one diffs against it instead of
+	// reading the device back (see Reconciler.Reconcile). Off by default.
 	Incremental bool
+	// NetNS is the network namespace h works in; the backend opens its own
+	// route-netlink socket there (0 or netns.None(): the current one).
+	NetNS netns.NsHandle
 	// N3 names the N3 device, where the GTP-U classifier keeps the uplink
 	// (TEID, QFI) -> mark entries an N6 tree's classes are bound by.
 	N3 string
@@ -46,9 +55,6 @@ type Options struct {
 	// (N3: packets leave as GTP-U frames) or uplink (N6); it decides the
 	// overhead packet accounting takes off (0: downlink).
 	Direction shaper.Direction
-	// NetNS is the network namespace h works in; the backend opens its own
-	// route-netlink socket there (netns.None(): the current one).
-	NetNS netns.NsHandle
 }
 
 // Backend is the HTB backend (shaper.Backend) for one device. It keeps the
@@ -64,8 +70,10 @@ type Backend struct {
 	rec   *Reconciler
 	// plan is what the last Apply and the Updates since made true (nil:
 	// plan against the kernel's tree next time), and pol the policy it was
-	// made for; updated says an Update wrote since the last Apply, whose
-	// remembered tree is then stale.
+	// made for. It is the plan; what the device holds, in the kernel's
+	// units, is rec's record (devState). updated says an Update wrote
+	// since the last Apply: rec's record then lacks the classifier entries
+	// the Updates wrote, so the next Apply has rec read the device.
 	plan    *plan.State
 	pol     shaper.Policy
 	updated bool
@@ -87,16 +95,7 @@ func Open(h *netlink.Handle, closeH func(), dev string, o Options) (*Backend, er
 	if err != nil {
 		return nil, fmt.Errorf("dev %s: %w", dev, err)
 	}
-	ro := []Option{WithForce(o.Force), WithIncremental(o.Incremental), withRaw(raw)}
-	if o.Custom != nil {
-		ro = append(ro, WithClassifier(o.Custom))
-	} else if o.Classifier != "" && o.Classifier != classify.KindAuto {
-		ro = append(ro, WithClassifierKind(o.Classifier))
-	}
-	if o.Leaf != "" {
-		ro = append(ro, WithLeaf(o.Leaf))
-	}
-	b := &Backend{h: h, raw: raw, close: closeH, dev: dev, opts: o, rec: NewReconciler(h, dev, ro...)}
+	b := &Backend{h: h, raw: raw, close: closeH, dev: dev, opts: o, rec: newReconciler(h, dev, o, raw)}
 	if o.Incremental {
 		b.startGrower()
 	}
@@ -213,6 +212,42 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		b.requestSpares()
 	}
 	return rep, nil
+}
+
+// resyncKept reconciles the device to the kept plan when flows and pol
+// are what it was made from; ok false means a full plan is needed (nothing
+// was written). A strict Apply always plans (it fails on the plan's
+// errors). b.mu is held.
+func (b *Backend) resyncKept(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (rep shaper.Report, ok bool, err error) {
+	st := b.plan
+	if st == nil || opt.Strict || pol != b.pol || !st.SameInput(flows) {
+		return rep, false, nil
+	}
+	planPol, note, err := b.resolve(pol)
+	if err != nil {
+		return rep, false, nil // the full plan reports it
+	}
+	if checked, _, valid := plan.CheckPolicy(planPol); !valid || checked != st.Pol {
+		return rep, false, nil // e.g. the device's packet overhead changed
+	}
+	tree := st.Desired()
+	keys := b.rec.keyCheck(tree)
+	if keys.Kind != st.Keys.Kind || (keys.KN == nil) != (st.Keys.KN == nil) {
+		return rep, false, nil
+	}
+	b.forgetUpdates()
+	rep = shaper.Report{Dev: b.dev, Backend: Name, Flows: len(flows), Accounting: tree.Accounting, Overhead: tree.Overhead,
+		Notes: []string{note}}
+	if err := b.reconcile(ctx, tree, tree, opt, &rep); err != nil {
+		b.plan = nil // the device may be gone or recreated: the next run reads it
+		return rep, true, err
+	}
+	if link, err := b.h.LinkByName(b.dev); err == nil {
+		st.SetDeviceProblems(linkProblems(link))
+	}
+	rep.Problems, _ = st.AllProblems()
+	b.requestSpares()
+	return rep, true, nil
 }
 
 // forgetUpdates makes the next reconcile read the device when Updates

@@ -58,7 +58,7 @@ func BenchmarkPlan10k(b *testing.B) {
 
 func benchFromEmpty(b *testing.B, n int) {
 	l := newLab(b)
-	rec := l.rec()
+	rec := l.rec(Options{})
 	fl := scaleFlows(1, n)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -84,17 +84,17 @@ func BenchmarkApplyFromEmpty10k(b *testing.B) { benchFromEmpty(b, 10_000) }
 
 // benchStep sets up 10k flows, then times one step from base to next and
 // back (the way back is untimed).
-func benchStep(b *testing.B, base, next []shaper.Flow, opts ...Option) {
+func benchStep(b *testing.B, base, next []shaper.Flow, o Options) {
 	l := newLab(b)
-	rec := l.rec(opts...)
+	rec := l.rec(o)
 	prev, _ := applyScale(b, rec, base, nil)
 	var writes, changes int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t2, res := applyScale(b, rec, next, prev)
 		writes, changes = res.Writes, res.Changes()
-		if res.Incremental != rec.incremental {
-			b.Fatalf("step ran incremental=%v, want %v", res.Incremental, rec.incremental)
+		if res.Incremental != rec.opts.Incremental {
+			b.Fatalf("step ran incremental=%v, want %v", res.Incremental, rec.opts.Incremental)
 		}
 		b.StopTimer()
 		prev, _ = applyScale(b, rec, base, t2)
@@ -109,35 +109,35 @@ func benchStep(b *testing.B, base, next []shaper.Flow, opts ...Option) {
 // BenchmarkAddOneAt10k adds one flow to 10,000.
 func BenchmarkAddOneAt10k(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	benchStep(b, base, append(append([]shaper.Flow(nil), base...), scaleFlows(20_001, 1)...))
+	benchStep(b, base, append(append([]shaper.Flow(nil), base...), scaleFlows(20_001, 1)...), Options{})
 }
 
 // BenchmarkRemoveOneAt10k removes one flow of 10,000.
 func BenchmarkRemoveOneAt10k(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	benchStep(b, base, base[1:])
+	benchStep(b, base, base[1:], Options{})
 }
 
 // BenchmarkChurn1PctAt10k removes 100 flows of 10,000 and adds 100 others.
 func BenchmarkChurn1PctAt10k(b *testing.B) {
 	base := scaleFlows(1, 10_000)
 	next := append(append([]shaper.Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
-	benchStep(b, base, next)
+	benchStep(b, base, next, Options{})
 }
 
-// The same steps with an incremental Reconciler (WithIncremental, as
+// The same steps with an incremental Reconciler (Options.Incremental, as
 // gtpqos watch runs it): plan + diff against the last write, no read-back.
 
 // BenchmarkAddOneAt10kIncremental adds one flow to 10,000.
 func BenchmarkAddOneAt10kIncremental(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	benchStep(b, base, append(append([]shaper.Flow(nil), base...), scaleFlows(20_001, 1)...), WithIncremental(true))
+	benchStep(b, base, append(append([]shaper.Flow(nil), base...), scaleFlows(20_001, 1)...), Options{Incremental: true})
 }
 
 // BenchmarkRemoveOneAt10kIncremental removes one flow of 10,000.
 func BenchmarkRemoveOneAt10kIncremental(b *testing.B) {
 	base := scaleFlows(1, 10_000)
-	benchStep(b, base, base[1:], WithIncremental(true))
+	benchStep(b, base, base[1:], Options{Incremental: true})
 }
 
 // BenchmarkChurn1PctAt10kIncremental removes 100 flows of 10,000 and adds
@@ -145,7 +145,7 @@ func BenchmarkRemoveOneAt10kIncremental(b *testing.B) {
 func BenchmarkChurn1PctAt10kIncremental(b *testing.B) {
 	base := scaleFlows(1, 10_000)
 	next := append(append([]shaper.Flow(nil), base[100:]...), scaleFlows(20_001, 100)...)
-	benchStep(b, base, next, WithIncremental(true))
+	benchStep(b, base, next, Options{Incremental: true})
 }
 
 // BenchmarkReconcileInSync10kIncremental times an incremental Reconcile of
@@ -153,7 +153,7 @@ func BenchmarkChurn1PctAt10kIncremental(b *testing.B) {
 // writes).
 func BenchmarkReconcileInSync10kIncremental(b *testing.B) {
 	l := newLab(b)
-	rec := l.rec(WithIncremental(true))
+	rec := l.rec(Options{Incremental: true})
 	tree, _ := applyScale(b, rec, scaleFlows(1, 10_000), nil)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
@@ -26,32 +29,32 @@ func (r *Reconciler) builtin(k classify.Kind) classify.Classifier {
 	return c
 }
 
-// checkKind fails if the classifier the run would use is neither given with
-// WithClassifier, nor auto, nor built in. It reads nothing from the kernel,
+// checkKind fails if the classifier the run would use is neither given as
+// Options.Custom, nor auto, nor built in. It reads nothing from the kernel,
 // so reconcile calls it before changing anything.
 func (r *Reconciler) checkKind(desired *plan.Tree) error {
-	if r.cls != nil {
+	if r.opts.Custom != nil {
 		return nil
 	}
-	k := r.kind
+	k := r.opts.Classifier
 	if k == "" || k == classify.KindAuto {
 		k = desired.Classifier
 	}
 	if k == "" || k == classify.KindAuto || k == classify.KindFw || k == classify.KindBPF {
 		return nil
 	}
-	return fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed with WithClassifier)", r.dev, k)
+	return fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed as Options.Custom)", r.dev, k)
 }
 
-// classifier picks the classifier: one given with WithClassifier, else the
+// classifier picks the classifier: Options.Custom, else the
 // forced or desired kind; auto adopts the built-in classifier already
 // installed, else probes fw and falls back to bpf.
 func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *plan.Tree, res *Result) (classify.Classifier, error) {
-	if r.cls != nil {
-		res.ClassifierKind = r.cls.Kind()
-		return r.cls, nil
+	if r.opts.Custom != nil {
+		res.ClassifierKind = r.opts.Custom.Kind()
+		return r.opts.Custom, nil
 	}
-	k := r.kind
+	k := r.opts.Classifier
 	if k == "" || k == classify.KindAuto {
 		k = desired.Classifier
 	}
@@ -65,7 +68,7 @@ func (r *Reconciler) classifier(ctx context.Context, env classify.Env, desired *
 	}
 	c := r.builtin(k)
 	if c == nil {
-		return nil, fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed with WithClassifier)", r.dev, k)
+		return nil, fmt.Errorf("dev %s: unknown classifier %q (want auto, fw or bpf; others must be passed as Options.Custom)", r.dev, k)
 	}
 	res.ClassifierKind = k
 	return c, nil
@@ -130,4 +133,55 @@ func (r *Reconciler) removeOtherClassifiers(ctx context.Context, env classify.En
 		res.Notes = append(res.Notes, fmt.Sprintf("removed the previous %s classifier", k))
 	}
 	return nil
+}
+
+// checkReady fails, naming what is missing, when this process could not
+// install or adopt the built-in classifier of kind k, or the Reconciler's
+// own classifier (a capability, a usable BPF pin directory). It is asked
+// once per Reconciler and kind.
+func (r *Reconciler) checkReady(k classify.Kind) error {
+	if !classify.HasCap(unix.CAP_NET_ADMIN) {
+		return fmt.Errorf("dev %s: missing CAP_NET_ADMIN (needed for every tc write)", r.dev)
+	}
+	var c classify.Readier
+	var ok bool
+	switch {
+	case r.opts.Custom != nil: // a custom classifier (gtpu) is asked as well
+		k = r.opts.Custom.Kind()
+		c, ok = r.opts.Custom.(classify.Readier)
+	case k != classify.KindAuto:
+		c, ok = r.builtin(k).(classify.Readier)
+	}
+	if !ok || r.ready[k] {
+		return nil
+	}
+	if err := c.Ready(r.dev); err != nil {
+		return fmt.Errorf("dev %s: classifier %s: %w", r.dev, k, err)
+	}
+	if r.ready == nil {
+		r.ready = map[classify.Kind]bool{}
+	}
+	r.ready[k] = true
+	return nil
+}
+
+// noRoot reports whether the device has no root qdisc at all (so that a
+// root this run creates can go again if the run must stop).
+func (r *Reconciler) noRoot(link netlink.Link) bool {
+	st, err := r.readQdiscs(link)
+	return err == nil && (st.root == nil || st.root.Attrs().Handle == 0)
+}
+
+// readyAfterPick checks the classifier auto picked; if the run created
+// the root qdisc on a device that had none, the root goes again, so the
+// device is left as it was.
+func (r *Reconciler) readyAfterPick(u *run, hadNoRoot bool) error {
+	err := r.checkReady(u.cls.Kind())
+	if err == nil || !u.res.CreatedRoot || !hadNoRoot {
+		return err
+	}
+	if c, cerr := r.tc(u.link); cerr == nil {
+		_ = c.do(rootDelReq(u.link.Attrs().Index, rootHandle()))
+	}
+	return err
 }

@@ -18,8 +18,8 @@ import (
 // applies in full.
 func (r *Reconciler) writeDelta(ctx context.Context, d *plan.Delta) (Result, error) {
 	res := Result{Dev: r.dev, Incremental: true, Adopted: true}
-	st := r.mem
-	r.mem = nil
+	st := r.held
+	r.held = nil
 	if st == nil || st.link == nil || st.tree == nil {
 		return res, fmt.Errorf("dev %s: nothing remembered to update: %w", r.dev, shaper.ErrFullApplyNeeded)
 	}
@@ -36,7 +36,7 @@ func (r *Reconciler) writeDelta(ctx context.Context, d *plan.Delta) (Result, err
 	if err != nil {
 		return res, err
 	}
-	r.mem = st
+	r.held = st
 	return res, nil
 }
 

@@ -17,7 +17,7 @@ import (
 // than the handle's would write to another device.
 func (r *Reconciler) tc(link netlink.Link) (*rtnl, error) {
 	if r.raw == nil {
-		c, err := dialRtnl(r.ns)
+		c, err := dialRtnl(r.opts.NetNS)
 		if err != nil {
 			return nil, fmt.Errorf("dev %s: %w", r.dev, err)
 		}
@@ -32,7 +32,7 @@ func (r *Reconciler) tc(link netlink.Link) (*rtnl, error) {
 		return nil, fmt.Errorf("dev %s: read device %d through the tc socket: %w", r.dev, a.Index, err)
 	}
 	if name != a.Name || !sameHardwareAddr(hw, a.HardwareAddr) {
-		return nil, fmt.Errorf("dev %s: the tc socket sees %q at index %d: it is in another network namespace than the netlink handle (give the Reconciler WithNetNS)", r.dev, name, a.Index)
+		return nil, fmt.Errorf("dev %s: the tc socket sees %q at index %d: it is in another network namespace than the netlink handle (give the Reconciler Options.NetNS)", r.dev, name, a.Index)
 	}
 	r.rawIndex = a.Index
 	return r.raw, nil

@@ -34,8 +34,8 @@ func (c foreignChain) String() string {
 // is removed by removeOtherClassifiers, after the new one binds).
 func (r *Reconciler) ownsFilter(f netlink.Filter) bool {
 	cands := []classify.Classifier{r.builtin(classify.KindFw), r.builtin(classify.KindBPF)}
-	if r.cls != nil {
-		cands = append(cands, r.cls)
+	if r.opts.Custom != nil {
+		cands = append(cands, r.opts.Custom)
 	}
 	for _, c := range cands {
 		if fo, ok := c.(classify.FilterOwner); ok && fo.Owns(f) {

@@ -16,7 +16,7 @@ func (r *Reconciler) actual(ctx context.Context) (*plan.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +79,8 @@ func (r *Reconciler) actual(ctx context.Context) (*plan.Tree, error) {
 func (r *Reconciler) readBindings(ctx context.Context, link netlink.Link, t *plan.Tree) error {
 	env := classify.Env{Handle: r.h, Link: link, Root: rootHandle()}
 	var cands []classify.Classifier
-	if r.cls != nil {
-		cands = append(cands, r.cls)
+	if r.opts.Custom != nil {
+		cands = append(cands, r.opts.Custom)
 	}
 	cands = append(cands, r.builtin(classify.KindFw), r.builtin(classify.KindBPF))
 	for _, cl := range cands {
@@ -116,7 +116,7 @@ func (r *Reconciler) reset(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	if err != nil {
 		return err
 	}
@@ -124,11 +124,11 @@ func (r *Reconciler) reset(ctx context.Context) error {
 		return nil
 	}
 	env := classify.Env{Handle: r.h, Link: link, Root: rootHandle()}
-	if r.cls != nil {
-		n, err := classify.RemoveCounted(ctx, env, r.cls)
+	if r.opts.Custom != nil {
+		n, err := classify.RemoveCounted(ctx, env, r.opts.Custom)
 		r.writes += n
 		if err != nil {
-			return fmt.Errorf("dev %s: remove classifier %s: %w", r.dev, r.cls.Kind(), err)
+			return fmt.Errorf("dev %s: remove classifier %s: %w", r.dev, r.opts.Custom.Kind(), err)
 		}
 	}
 	if err := r.do(func() error { return r.h.QdiscDel(st.root) }); err != nil {

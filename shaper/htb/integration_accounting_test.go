@@ -100,7 +100,7 @@ func (l *lab) bytesPerPacket(t testing.TB, rec *Reconciler, mark uint32, minor u
 // class counters continuing.
 func TestIntegrationAccounting(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec()
+	rec := l.rec(Options{})
 	pol := plan.DefaultPolicy(30 * mbit)
 	packet := mustPlan(t, seedFlows(), pol, nil)
 	if packet.Accounting != shaper.AccountPacket || packet.Overhead != 58 {
@@ -111,7 +111,7 @@ func TestIntegrationAccounting(t *testing.T) {
 	if res := mustReconcile(t, rec, packet); res.Writes != 0 {
 		t.Errorf("second run: %s; want 0 writes", res.Summary())
 	}
-	if res := mustReconcile(t, l.rec(), packet); res.Writes != 0 || !res.Adopted {
+	if res := mustReconcile(t, l.rec(Options{}), packet); res.Writes != 0 || !res.Adopted {
 		t.Errorf("restarted: %s; want adopted with 0 writes", res.Summary())
 	}
 	// 200-byte UDP payload + 8 + 20 + 14 = a 242-byte frame at the qdisc.
@@ -160,7 +160,7 @@ func TestIntegrationAccounting(t *testing.T) {
 // place.
 func TestIntegrationAccountingDriftRepair(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec()
+	rec := l.rec(Options{})
 	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	mustReconcile(t, rec, tree)
 	l.ns.Run(t, "tc", "class", "change", "dev", l.dev, "parent", "6771:", "classid", "6771:1", "htb",
@@ -198,7 +198,7 @@ func TestIntegrationRootDefaultRebuilt(t *testing.T) {
 		l := newLab(t)
 		l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "6771:", "htb", "default", "40")
 		tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
-		rec := l.rec(WithForce(force))
+		rec := l.rec(Options{Force: force})
 		res := mustReconcile(t, rec, tree)
 		if !res.CreatedRoot || !hasNote(res, "HTB cannot change a root's default in place: rebuilt the tree (class counters start again)") {
 			t.Errorf("force %v: %s (notes %q); want the root rebuilt, saying why", force, res.Summary(), res.Notes)

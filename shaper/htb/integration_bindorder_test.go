@@ -59,7 +59,7 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 		t.Run(fmt.Sprintf("incremental=%v", incremental), func(t *testing.T) {
 			l := newLab(t)
 			bc := &bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}
-			rec := l.rec(WithClassifier(bc), WithIncremental(incremental), WithLeaf(plan.LeafFIFO))
+			rec := l.rec(Options{Custom: bc, Incremental: incremental, Leaf: plan.LeafFIFO})
 			pol := plan.DefaultPolicy(100 * mbit)
 			sess := []shaper.Flow{
 				{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x21, SessionAMBR: 5 * mbit},
@@ -78,8 +78,8 @@ func TestIntegrationBindsOnlyExistingClasses(t *testing.T) {
 			if len(bc.early) > 0 {
 				t.Errorf("update %s bound classes before creating them: %v", res.Summary(), bc.early)
 			}
-			l.matches(t, l.rec(), t2)
-			if res := mustReconcile(t, l.rec(WithClassifier(bc), WithLeaf(plan.LeafFIFO)), t2); !res.InSync() {
+			l.matches(t, l.rec(Options{}), t2)
+			if res := mustReconcile(t, l.rec(Options{Custom: bc, Leaf: plan.LeafFIFO}), t2); !res.InSync() {
 				t.Errorf("second run: %s; want in sync", res.Summary())
 			}
 		})
@@ -126,7 +126,7 @@ func TestIntegrationBuildBindsInChunks(t *testing.T) {
 	t.Run("whole build", func(t *testing.T) {
 		l := newLab(t)
 		cr := &chunkRecorder{bindChecker: bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}}
-		rec := l.rec(WithClassifier(cr), WithLeaf(plan.LeafFIFO))
+		rec := l.rec(Options{Custom: cr, Leaf: plan.LeafFIFO})
 		rec.bind = bindChunk{Classes: 10, Every: time.Hour}
 		mustReconcile(t, rec, mustPlan(t, flows, pol, nil))
 		if want := []int{10, 20, 30, 40, 45}; !slices.Equal(cr.sizes, want) {
@@ -139,14 +139,14 @@ func TestIntegrationBuildBindsInChunks(t *testing.T) {
 		if cr.deltas != len(cr.sizes)-1 {
 			t.Errorf("%d of %d syncs were deltas; want all but the first", cr.deltas, len(cr.sizes))
 		}
-		l.matches(t, l.rec(), mustPlan(t, flows, pol, nil))
+		l.matches(t, l.rec(Options{}), mustPlan(t, flows, pol, nil))
 	})
 	t.Run("killed after three chunks", func(t *testing.T) {
 		l := newLab(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		cr := &chunkRecorder{bindChecker: bindChecker{Classifier: classify.NewMarkBPF(), l: l, t: t}, cancelAt: 3, cancel: cancel}
-		rec := l.rec(WithClassifier(cr), WithLeaf(plan.LeafFIFO))
+		rec := l.rec(Options{Custom: cr, Leaf: plan.LeafFIFO})
 		rec.bind = bindChunk{Classes: 10, Every: time.Hour}
 		if _, err := rec.Reconcile(ctx, mustPlan(t, flows, pol, nil)); !errors.Is(err, context.Canceled) {
 			t.Fatalf("reconcile: %v; want it cancelled", err)
@@ -160,7 +160,7 @@ func TestIntegrationBuildBindsInChunks(t *testing.T) {
 		}
 		// The next run completes the tree.
 		full := mustPlan(t, flows, pol, nil)
-		mustReconcile(t, l.rec(WithLeaf(plan.LeafFIFO)), full)
-		l.matches(t, l.rec(), full)
+		mustReconcile(t, l.rec(Options{Leaf: plan.LeafFIFO}), full)
+		l.matches(t, l.rec(Options{}), full)
 	})
 }

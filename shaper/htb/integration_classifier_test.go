@@ -23,15 +23,15 @@ func TestIntegrationClassifiers(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	// Create the root once so probes have a qdisc to work on.
-	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
+	mustReconcile(t, l.rec(Options{Classifier: classify.KindBPF}), tree)
 	env := l.classifierEnv(t)
 	var sent uint64
 	for _, k := range []classify.Kind{classify.KindFw, classify.KindBPF, classify.KindFw} {
 		t.Run(string(k), func(t *testing.T) {
-			if err := l.rec().builtin(k).(classify.Prober).Probe(context.Background(), env); err != nil {
+			if err := l.rec(Options{}).builtin(k).(classify.Prober).Probe(context.Background(), env); err != nil {
 				t.Skipf("kernel lacks classifier %s: %v", k, err)
 			}
-			rec := l.rec(WithClassifierKind(k))
+			rec := l.rec(Options{Classifier: k})
 			res := mustReconcile(t, rec, tree)
 			if res.ClassifierKind != k {
 				t.Fatalf("classifier %s in use, want %s", res.ClassifierKind, k)
@@ -69,7 +69,7 @@ func TestIntegrationClassifiers(t *testing.T) {
 func TestIntegrationLeaves(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
-	res := mustReconcile(t, l.rec(), tree)
+	res := mustReconcile(t, l.rec(Options{}), tree)
 	if res.LeafKind == plan.LeafFIFO {
 		if !strings.Contains(res.String(), "fq_codel not available") {
 			t.Errorf("FIFO fallback not reported: %s", res)
@@ -87,18 +87,18 @@ func TestIntegrationLeaves(t *testing.T) {
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Count(q, "fq_codel") != 4 || !strings.Contains(q, "limit 1000p") {
 		t.Errorf("want 4 fq_codel leaves with limit 1000:\n%s", q)
 	}
-	res = mustReconcile(t, l.rec(WithLeaf(plan.LeafFIFO)), tree)
+	res = mustReconcile(t, l.rec(Options{Leaf: plan.LeafFIFO}), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("to FIFO: %s; want 4 leaves replaced", res.Summary())
 	}
 	if q := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev); strings.Contains(q, "fq_codel") {
 		t.Errorf("fq_codel left after switching to FIFO:\n%s", q)
 	}
-	res = mustReconcile(t, l.rec(WithLeaf(plan.LeafFQCodel)), tree)
+	res = mustReconcile(t, l.rec(Options{Leaf: plan.LeafFQCodel}), tree)
 	if len(res.Leaves) != 4 {
 		t.Errorf("back to fq_codel: %s; want 4 leaves", res.Summary())
 	}
-	if res := mustReconcile(t, l.rec(), tree); !res.InSync() {
+	if res := mustReconcile(t, l.rec(Options{}), tree); !res.InSync() {
 		t.Errorf("auto after fq_codel: %s; want in sync", res.Summary())
 	}
 }
@@ -114,15 +114,15 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 	bad.Classifier = "fww"
 	for name, run := range map[string]func() error{
 		"forced": func() error {
-			_, err := l.rec(WithClassifierKind("fww")).Reconcile(context.Background(), tree)
+			_, err := l.rec(Options{Classifier: "fww"}).Reconcile(context.Background(), tree)
 			return err
 		},
 		"tree": func() error {
-			_, err := l.rec().Reconcile(context.Background(), &bad)
+			_, err := l.rec(Options{}).Reconcile(context.Background(), &bad)
 			return err
 		},
-		"gtpu without WithClassifier": func() error {
-			_, err := l.rec(WithClassifierKind(classify.KindGTPU)).Reconcile(context.Background(), tree)
+		"gtpu without Options.Custom": func() error {
+			_, err := l.rec(Options{Classifier: classify.KindGTPU}).Reconcile(context.Background(), tree)
 			return err
 		},
 	} {
@@ -142,7 +142,7 @@ func TestIntegrationUnknownClassifierNoChange(t *testing.T) {
 func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
-	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
+	mustReconcile(t, l.rec(Options{Classifier: classify.KindBPF}), tree)
 	env := l.classifierEnv(t)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 16})
 	if err != nil {
@@ -180,7 +180,7 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 	if err := l.h.FilterReplace(f); err != nil {
 		t.Fatal(err)
 	}
-	rec := l.rec(WithClassifierKind(classify.KindBPF))
+	rec := l.rec(Options{Classifier: classify.KindBPF})
 	res := mustReconcile(t, rec, tree)
 	if !strings.Contains(res.String(), "replaced the older cls_bpf mark classifier") {
 		t.Errorf("no note about the replaced program: %s", res)
@@ -201,12 +201,12 @@ func TestIntegrationBPFReplacesUnmaskedProgram(t *testing.T) {
 func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	l := newLab(t)
 	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
-	mustReconcile(t, l.rec(WithClassifierKind(classify.KindBPF)), tree)
+	mustReconcile(t, l.rec(Options{Classifier: classify.KindBPF}), tree)
 	env := l.classifierEnv(t)
 	if err := classify.NewFw().Probe(context.Background(), env); err != nil {
 		t.Skipf("kernel lacks cls_fw: %v", err)
 	}
-	rec := l.rec(WithClassifierKind(classify.KindFw))
+	rec := l.rec(Options{Classifier: classify.KindFw})
 	mustReconcile(t, rec, tree)
 	// Replace the chain by an unmasked one.
 	if err := classify.NewFw().Remove(context.Background(), env); err != nil {
@@ -220,7 +220,7 @@ func TestIntegrationFwReplacesUnmaskedFilters(t *testing.T) {
 	if err := l.h.FilterAdd(old); err != nil {
 		t.Fatal(err)
 	}
-	res := mustReconcile(t, l.rec(WithClassifierKind(classify.KindFw)), tree)
+	res := mustReconcile(t, l.rec(Options{Classifier: classify.KindFw}), tree)
 	if !strings.Contains(res.String(), "re-created the fw filters with mask") {
 		t.Errorf("no note about the re-created chain: %s", res)
 	}

@@ -19,7 +19,7 @@ import (
 // classifier's bindings (a BPF map's entries are not in tc's output).
 func (l *lab) canonical(t testing.TB) string {
 	t.Helper()
-	tr, err := l.rec().Actual(context.Background())
+	tr, err := l.rec(Options{}).Actual(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func classifierOrNone(t *plan.Tree) classify.Kind {
 // edit (drift injected through the classifier itself, fw or bpf alike).
 func (l *lab) rebind(t *testing.T, edit func(*classify.Table)) {
 	t.Helper()
-	rec := l.rec()
+	rec := l.rec(Options{})
 	tr, err := rec.Actual(context.Background())
 	if err != nil || tr == nil {
 		t.Fatalf("read tree: %v", err)
@@ -102,7 +102,7 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 	build(t)
 	clean := l.canonical(t)
 	spare := ""
-	if tr, err := l.rec().Actual(ctx); err == nil && tr != nil {
+	if tr, err := l.rec(Options{}).Actual(ctx); err == nil && tr != nil {
 		for _, c := range tr.Classes {
 			if c.Role == shaper.RoleSpare {
 				spare = tr.Handle(c.Minor)
@@ -154,8 +154,8 @@ func TestIntegrationDriftEveryKind(t *testing.T) {
 			l.rebind(t, func(tb *classify.Table) { tb.Entries[0].ClassID = classIDOf(t, spare) })
 		}},
 		{name: "classifier removed", inject: func(t *testing.T) {
-			tr, _ := l.rec().Actual(ctx)
-			if err := l.rec().builtin(tr.Classifier).Remove(ctx, l.classifierEnv(t)); err != nil {
+			tr, _ := l.rec(Options{}).Actual(ctx)
+			if err := l.rec(Options{}).builtin(tr.Classifier).Remove(ctx, l.classifierEnv(t)); err != nil {
 				t.Fatal(err)
 			}
 		}, verify: "no classifier is installed"},

@@ -17,7 +17,7 @@ import (
 // new flow's packets reach its class.
 func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec(WithIncremental(true))
+	rec := l.rec(Options{Incremental: true})
 	pol := plan.DefaultPolicy(100 * mbit)
 	t1 := mustPlan(t, seedFlows(), pol, nil)
 	if res := mustReconcile(t, rec, t1); res.Incremental || !res.CreatedRoot {
@@ -74,7 +74,7 @@ func TestIntegrationIncrementalAddReadsNothing(t *testing.T) {
 // trusts its last write) but is repaired by the next full one (Resync).
 func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec(WithIncremental(true))
+	rec := l.rec(Options{Incremental: true})
 	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
@@ -124,7 +124,7 @@ func TestIntegrationIncrementalDriftSeenOnlyByFullRun(t *testing.T) {
 // to do, so the memory always matched the kernel.
 func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec(WithIncremental(true))
+	rec := l.rec(Options{Incremental: true})
 	pol := plan.DefaultPolicy(100 * mbit)
 	mk := func(ambr uint64, qers ...uint32) []shaper.Flow {
 		var out []shaper.Flow
@@ -158,7 +158,7 @@ func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 		if i > 0 && !res.Incremental {
 			t.Errorf("%s: full run, want incremental", s.name)
 		}
-		if res := mustReconcile(t, l.rec(), tree); !res.InSync() {
+		if res := mustReconcile(t, l.rec(Options{}), tree); !res.InSync() {
 			t.Errorf("%s: a full run after the incremental one wrote: %s (created %x, changed %x, deleted %x)",
 				s.name, res.Summary(), res.Created, res.Changed, res.Deleted)
 		}
@@ -173,7 +173,7 @@ func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 		t.Errorf("run after a failure: %s (incremental %v); want a full run (class list read), in sync", res.Summary(), res.Incremental)
 	}
 	// Default mode reads the kernel every time.
-	def := l.rec()
+	def := l.rec(Options{})
 	for range 2 {
 		if res := mustReconcile(t, def, prev); res.Incremental || !res.InSync() {
 			t.Errorf("default mode: %s (incremental %v); want a full run, in sync", res.Summary(), res.Incremental)
@@ -191,7 +191,7 @@ func TestIntegrationIncrementalKeepsUpWithFullRuns(t *testing.T) {
 // read the kernel and rebuild.
 func TestIntegrationIncrementalTreeGoneFails(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec(WithIncremental(true))
+	rec := l.rec(Options{Incremental: true})
 	flows := seedFlows()
 	pol := plan.DefaultPolicy(30 * mbit)
 	tree := mustPlan(t, flows, pol, nil)

@@ -23,7 +23,7 @@ func (notReady) Ready(string) error { return errors.New("missing CAP_BPF") }
 func TestIntegrationCustomClassifierReadyBeforeWriting(t *testing.T) {
 	l := newLab(t)
 	before := l.dump(t)
-	rec := l.rec(WithClassifier(notReady{classify.NewMarkBPF()}), WithLeaf(plan.LeafFIFO))
+	rec := l.rec(Options{Custom: notReady{classify.NewMarkBPF()}, Leaf: plan.LeafFIFO})
 	_, err := rec.Reconcile(context.Background(), mustPlan(t, scaleFlows(1, 3), scalePolicy(), nil))
 	if err == nil || !strings.Contains(err.Error(), "missing CAP_BPF") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("reconcile: %v; want one line naming CAP_BPF", err)

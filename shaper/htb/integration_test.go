@@ -33,8 +33,9 @@ type lab struct {
 
 // rec returns a Reconciler for the lab's device, working in its netns and
 // closed when the test ends.
-func (l *lab) rec(opts ...Option) *Reconciler {
-	r := NewReconciler(l.h, l.dev, append([]Option{WithNetNS(l.ns.Handle)}, opts...)...)
+func (l *lab) rec(o Options) *Reconciler {
+	o.NetNS = l.ns.Handle
+	r := NewReconciler(l.h, l.dev, o)
 	l.tb.Cleanup(r.Close)
 	return r
 }
@@ -188,7 +189,7 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 	l := newLab(t)
 	before := l.ns.Run(t, "tc", "qdisc", "show", "dev", l.dev)
 	ctx := context.Background()
-	rec := l.rec()
+	rec := l.rec(Options{})
 	aware := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 
 	res := mustReconcile(t, rec, aware)
@@ -212,7 +213,7 @@ func TestIntegrationApplyStaticReset(t *testing.T) {
 		t.Errorf("second apply: %s; want in sync with 0 writes", res.Summary())
 	}
 	// A new Reconciler (gtpqos restarted) adopts the tree without writing.
-	rec2 := l.rec()
+	rec2 := l.rec(Options{})
 	if res := mustReconcile(t, rec2, aware); !res.InSync() || !res.Adopted {
 		t.Errorf("apply after restart: %s; want adopted, in sync", res.Summary())
 	}
@@ -273,7 +274,7 @@ func TestIntegrationForeignRoot(t *testing.T) {
 	l.ns.Run(t, "tc", "qdisc", "add", "dev", l.dev, "root", "handle", "1:", "htb", "default", "3")
 	before := l.qdiscs(t)
 	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
-	_, err := l.rec().Reconcile(context.Background(), tree)
+	_, err := l.rec(Options{}).Reconcile(context.Background(), tree)
 	if !errors.Is(err, shaper.ErrNotOwned) || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), l.dev) {
 		t.Fatalf("reconcile over a foreign root: %v; want shaper.ErrNotOwned naming the device and --force", err)
 	}
@@ -281,13 +282,13 @@ func TestIntegrationForeignRoot(t *testing.T) {
 		t.Errorf("foreign tree touched:\n%s\nwas:\n%s", after, before)
 	}
 	// Reset leaves a foreign tree alone too.
-	if err := l.rec().Reset(context.Background()); err != nil {
+	if err := l.rec(Options{}).Reset(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if after := l.qdiscs(t); after != before {
 		t.Errorf("reset touched a foreign tree:\n%s", after)
 	}
-	res, err := l.rec(WithForce(true)).Reconcile(context.Background(), tree)
+	res, err := l.rec(Options{Force: true}).Reconcile(context.Background(), tree)
 	if err != nil || !res.CreatedRoot {
 		t.Fatalf("forced reconcile: %v, %s", err, res.Summary())
 	}
@@ -298,7 +299,7 @@ func TestIntegrationForeignRoot(t *testing.T) {
 
 func TestIntegrationDriftRepair(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec()
+	rec := l.rec(Options{})
 	tree := mustPlan(t, seedFlows(), plan.DefaultPolicy(30*mbit), nil)
 	first := mustReconcile(t, rec, tree)
 	want := l.tcClasses(t)
@@ -327,7 +328,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 		prio = "10"
 	}
 	l.ns.Run(t, "tc", "filter", "del", "dev", l.dev, "parent", "6771:", "prio", prio)
-	res = mustReconcile(t, l.rec(WithClassifierKind(first.ClassifierKind)), tree)
+	res = mustReconcile(t, l.rec(Options{Classifier: first.ClassifierKind}), tree)
 	if res.Classifier.Added != 3 {
 		t.Errorf("classifier repair: %s; want 3 entries added", res.Summary())
 	}
@@ -340,7 +341,7 @@ func TestIntegrationDriftRepair(t *testing.T) {
 
 func TestIntegrationFlowsComeAndGo(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec()
+	rec := l.rec(Options{})
 	pol := plan.DefaultPolicy(100 * mbit)
 	mk := func(qers ...uint32) []shaper.Flow {
 		var out []shaper.Flow
@@ -403,7 +404,7 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 		n = 1_000
 	}
 	l := newLab(t)
-	rec := l.rec()
+	rec := l.rec(Options{})
 	base := scaleFlows(1, n)
 	prev, _ := applyScale(t, rec, base, nil)
 
@@ -432,7 +433,7 @@ func TestIntegrationScale10kOneFlow(t *testing.T) {
 // children cannot take a leaf) and converge in one run.
 func TestIntegrationRoleChange(t *testing.T) {
 	l := newLab(t)
-	rec := l.rec()
+	rec := l.rec(Options{})
 	sess := []shaper.Flow{{ID: shaper.FlowID{SEID: 3, QERID: 1}, Mark: 0x31, SessionAMBR: 5 * mbit}, {ID: shaper.FlowID{SEID: 3, QERID: 2}, Mark: 0x32, SessionAMBR: 5 * mbit}}
 	t1 := mustPlan(t, sess, plan.DefaultPolicy(100*mbit), nil)
 	mustReconcile(t, rec, t1)
@@ -463,7 +464,7 @@ func TestIntegrationCreateRollback(t *testing.T) {
 			tree.Classes[i].Rate, tree.Classes[i].Ceil = 0, 0 // HTB refuses a zero rate
 		}
 	}
-	_, err := l.rec().Reconcile(context.Background(), tree)
+	_, err := l.rec(Options{}).Reconcile(context.Background(), tree)
 	if err == nil || !strings.Contains(err.Error(), "default class") {
 		t.Fatalf("reconcile with a broken default class: %v; want an error naming the default class", err)
 	}

@@ -76,11 +76,11 @@ func probeOn(h *netlink.Handle, lo netlink.Link) kernelFeatures {
 // requestedKind is the classifier kind a run for desired is asked for
 // ("" when a custom classifier is given, whose kind needs no probe here).
 func (r *Reconciler) requestedKind(desired classify.Kind) classify.Kind {
-	if r.cls != nil {
+	if r.opts.Custom != nil {
 		return ""
 	}
-	if r.kind != "" && r.kind != classify.KindAuto {
-		return r.kind
+	if r.opts.Classifier != "" && r.opts.Classifier != classify.KindAuto {
+		return r.opts.Classifier
 	}
 	if desired == "" {
 		return classify.KindAuto
@@ -90,8 +90,8 @@ func (r *Reconciler) requestedKind(desired classify.Kind) classify.Kind {
 
 // requestedLeaf is the leaf kind a run for desired is asked for.
 func (r *Reconciler) requestedLeaf(desired plan.LeafKind) plan.LeafKind {
-	if r.leaf != "" && r.leaf != plan.LeafAuto {
-		return r.leaf
+	if r.opts.Leaf != "" && r.opts.Leaf != plan.LeafAuto {
+		return r.opts.Leaf
 	}
 	return desired
 }

@@ -103,8 +103,8 @@ func (fqCodelLeaf) read(q netlink.Qdisc) (plan.LeafSpec, bool) {
 // leafKind resolves the leaf kind to use: forced, else the tree's; auto
 // becomes fq_codel if the kernel has it (tried on the default class's leaf
 // once per Reconciler, or seen already in place), else fifo.
-func (r *Reconciler) leafKind(link netlink.Link, desired *plan.Tree, st rootState, res *Result) plan.LeafKind {
-	k := r.leaf
+func (r *Reconciler) leafKind(link netlink.Link, desired *plan.Tree, st qdiscState, res *Result) plan.LeafKind {
+	k := r.opts.Leaf
 	if k == "" || k == plan.LeafAuto {
 		k = desired.Leaf.Kind
 	}
@@ -140,7 +140,7 @@ func (r *Reconciler) leafKind(link netlink.Link, desired *plan.Tree, st rootStat
 
 // syncLeaves creates or replaces the leaf qdiscs of every leaf class and
 // records what it wrote in st.byParent.
-func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired *plan.Tree, st rootState, res *Result) error {
+func (r *Reconciler) syncLeaves(ctx context.Context, link netlink.Link, desired *plan.Tree, st qdiscState, res *Result) error {
 	kind := r.leafKind(link, desired, st, res)
 	lf, ok := leaves[kind]
 	if !ok {

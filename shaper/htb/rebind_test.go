@@ -111,7 +111,7 @@ func TestIntegrationSwappedBindingRepairedNotRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	classes := l.tcClasses(t)
-	rec := l.rec()
+	rec := l.rec(Options{})
 	tr, err := rec.Actual(ctx)
 	if err != nil {
 		t.Fatal(err)

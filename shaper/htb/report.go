@@ -97,7 +97,7 @@ func (b *Backend) Inspect(ctx context.Context) (*shaper.Inspection, error) {
 	rec := b.rec
 	if b.opts.Custom == nil {
 		if v := att.Egress.View(b.opts.N3); v != nil {
-			rec = NewReconciler(b.h, b.dev, WithClassifier(v), withRaw(b.raw))
+			rec = newReconciler(b.h, b.dev, Options{Custom: v, NetNS: b.opts.NetNS}, b.raw)
 		}
 	}
 	t, err := rec.Actual(ctx)

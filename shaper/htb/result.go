@@ -17,7 +17,7 @@ type Result struct {
 	// Adopted is true when an existing gtpqos tree was found and kept.
 	CreatedRoot, Adopted bool
 	// Incremental is true when the run trusted the memory of the last
-	// successful run instead of reading the device (WithIncremental).
+	// successful run instead of reading the device (Options.Incremental).
 	Incremental bool
 	// Created, Changed and Deleted list class minors.
 	Created, Changed, Deleted []uint16

@@ -48,8 +48,8 @@ func ClassifierFor(k classify.Kind) classify.Classifier {
 // far as it is known before reading the device: one given, else the kind
 // asked for (auto: either mark classifier, which need the same key).
 func (r *Reconciler) plannedClassifier(desired *plan.Tree) classify.Classifier {
-	if r.cls != nil {
-		return r.cls
+	if r.opts.Custom != nil {
+		return r.opts.Custom
 	}
 	return ClassifierFor(r.requestedKind(desired.Classifier))
 }

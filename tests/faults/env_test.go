@@ -368,7 +368,7 @@ func (e *env) judgedSampler(judge func(state) string) (stop func() []string) {
 // far a writer's background build got. They must not exceed the pool.
 func (e *env) canonical() string {
 	e.t.Helper()
-	r := htb.NewReconciler(e.h, e.dev, htb.WithNetNS(e.ns.Handle))
+	r := htb.NewReconciler(e.h, e.dev, htb.Options{NetNS: e.ns.Handle})
 	defer r.Close()
 	tr, err := r.Actual(context.Background())
 	if err != nil {

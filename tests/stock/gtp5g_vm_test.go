@@ -138,7 +138,7 @@ func TestStockGtp5gGuest(t *testing.T) {
 	}
 	defer h.Close()
 	cls := gtpu.New(gtpu.Options{N3: "n3"})
-	rec := htb.NewReconciler(h, "n3", htb.WithClassifier(cls.Downlink()))
+	rec := htb.NewReconciler(h, "n3", htb.Options{Custom: cls.Downlink()})
 	res, err := rec.Reconcile(context.Background(), tree)
 	if err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func shape(t *testing.T, l *lab.Lab, flows []shaper.Flow, qfiOnly bool) *shaped 
 	}
 	h := l.UPFNetlink()
 	cls := gtpu.New(gtpu.Options{N3: lab.N3Dev, QFIOnly: qfiOnly})
-	rec := htb.NewReconciler(h, lab.N3Dev, htb.WithClassifier(cls.Downlink()), htb.WithNetNS(l.UPFNetNS()))
+	rec := htb.NewReconciler(h, lab.N3Dev, htb.Options{Custom: cls.Downlink(), NetNS: l.UPFNetNS()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := rec.Reconcile(ctx, tree)

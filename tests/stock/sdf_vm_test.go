@@ -96,7 +96,7 @@ func TestStockSDFGuest(t *testing.T) {
 	if _, err := cls.SetSDF(rules); err != nil {
 		t.Fatal(err)
 	}
-	rec := htb.NewReconciler(h, "n3", htb.WithClassifier(cls.Downlink()))
+	rec := htb.NewReconciler(h, "n3", htb.Options{Custom: cls.Downlink()})
 	if _, err := rec.Reconcile(context.Background(), tree); err != nil {
 		t.Fatal(err)
 	}

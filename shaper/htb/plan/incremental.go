@@ -14,6 +14,11 @@ import (
 // flows against the same previous tree (class ids aside: a new class takes
 // the lowest free minor when it is placed, where Plan numbers a whole set
 // at once), which the property test checks.
+//
+// It is the plan, in the model's units, not a record of the device: the
+// HTB Reconciler keeps its own of what the device holds (its qdiscs, its
+// classes in the kernel's units, the classifier's entries), which it
+// diffs against and which a plan does not know.
 type State struct {
 	Pol   Policy // checked (CheckPolicy)
 	Major uint16

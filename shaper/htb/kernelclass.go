@@ -34,65 +34,6 @@ func (r *Reconciler) link() (netlink.Link, error) {
 // rootHandle is the owned root qdisc's handle.
 func rootHandle() uint32 { return netlink.MakeHandle(plan.OwnedMajor, 0) }
 
-// rootState finds the device's root qdisc and the qdiscs by parent.
-type rootState struct {
-	root     netlink.Qdisc
-	owned    bool
-	byParent map[uint32]netlink.Qdisc
-	// stab is the owned root's size table (nil: none).
-	stab *sizeSpec
-}
-
-func (r *Reconciler) readRoot(link netlink.Link) (rootState, error) {
-	qs, err := r.h.QdiscList(link)
-	if err != nil {
-		return rootState{}, fmt.Errorf("dev %s: list qdiscs: %w", r.dev, err)
-	}
-	st := rootState{byParent: make(map[uint32]netlink.Qdisc, len(qs))}
-	for _, q := range qs {
-		a := q.Attrs()
-		if a.LinkIndex != link.Attrs().Index {
-			continue
-		}
-		if a.Parent == netlink.HANDLE_ROOT {
-			st.root = q
-			continue
-		}
-		st.byParent[a.Parent] = q
-	}
-	if err := r.readFifoLimits(link, st.byParent); err != nil {
-		return st, err
-	}
-	if h, ok := st.root.(*netlink.Htb); ok && h.Handle == rootHandle() {
-		st.owned = true
-		if st.stab, err = r.readStab(link); err != nil {
-			return st, err
-		}
-	}
-	return st, nil
-}
-
-// readStab reads the root qdisc's size table, which vishvananda/netlink
-// does not decode.
-func (r *Reconciler) readStab(link netlink.Link) (*sizeSpec, error) {
-	c, err := r.tc(link)
-	if err != nil {
-		return nil, err
-	}
-	var ri rootInfo
-	err = c.query(rootGetReq(link.Attrs().Index), unix.RTM_NEWQDISC, func(b []byte) (err error) {
-		ri, err = parseRoot(b)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dev %s: read root qdisc: %w", r.dev, err)
-	}
-	if ri.handle != rootHandle() || ri.kind != "htb" {
-		return nil, fmt.Errorf("dev %s: root qdisc changed while reading it (now %s %x:)", r.dev, ri.kind, ri.handle>>16)
-	}
-	return ri.stab, nil
-}
-
 // foreignErr describes a root qdisc gtpqos does not own.
 func (r *Reconciler) foreignErr(q netlink.Qdisc) error {
 	maj, _ := netlink.MajorMinor(q.Attrs().Handle)

@@ -12,35 +12,109 @@ import (
 	"github.com/free5gc/gtpqos/shaper/htb/plan"
 )
 
-// devState is what a device holds as one Reconcile works on it: read from
-// the kernel (a full run) or remembered from the last successful run (an
-// incremental run). Reconcile updates it as it writes, so after a
-// successful run it is what the kernel holds, and in incremental mode it is
-// remembered for the next run to diff against.
+// devState is the kernel side's one record of what a device holds, as one
+// Reconcile works on it: read from the kernel (a full run) or remembered
+// from the last successful run (an incremental run). Reconcile updates it
+// as it writes, so after a successful run it is what the kernel holds, and
+// in incremental mode the Reconciler keeps it (Reconciler.held) for the
+// next run to diff against.
+//
+// It is not the plan. The Backend keeps that as a plan.State: the flows,
+// their admission and each flow's class, in the model's units, which is
+// what an Update plans from. A devState holds what only the kernel side
+// needs: the device's qdiscs (root, size table, leaves), its classes in
+// the kernel's units (bytes/s, ticks, rate-spec overheads, as the kernel
+// reports them, so a diff has no rounding drift), and the classifier's
+// entries; and, read from the kernel, it can hold classes no plan has
+// (stale or someone else's, which the run deletes).
 type devState struct {
 	// ifindex is the device the state belongs to; a device recreated under
 	// the same name has another index, so a remembered state is not used
 	// for it.
 	ifindex int
-	// root is the owned root HTB qdisc.
-	root *netlink.Htb
-	// byParent holds the leaf qdiscs by parent class id.
-	byParent map[uint32]netlink.Qdisc
+	// qdiscState is the owned root HTB qdisc (owned is always set), its
+	// size table and the leaf qdiscs by parent class id.
+	qdiscState
 	// classes are the HTB classes under the root by minor, in the
 	// kernel's units with their rate-spec overheads.
 	classes plan.MinorTable[kernelClass]
-	// stab is the root's size table (nil: none).
-	stab *sizeSpec
 
 	// Set when the state is remembered (after a successful run): tree is
-	// the header of the desired tree made true (no classes), table the classifier's entries and cls
-	// the classifier that holds them; link is the device and leaf the leaf
-	// kind in use, so an incremental update reads neither back.
+	// the header of the desired tree made true (no classes), table the
+	// classifier's entries and cls the classifier that holds them; link is
+	// the device and leaf the leaf kind in use, so an incremental update
+	// reads neither back. An Update's writes (writeDelta) keep classes and
+	// qdiscs up to date but not table, which is why the Backend has the
+	// Reconciler forget the state after Updates before its next Apply.
 	tree  *plan.Tree
 	table classify.Table
 	cls   classify.Classifier
 	link  netlink.Link
 	leaf  plan.LeafKind
+}
+
+// qdiscState is the device's qdiscs as read from the kernel: its root
+// qdisc (owned: gtpqos's HTB root) with the owned root's size table, and
+// the other qdiscs (the leaves) by parent class id. A devState holds it for
+// an owned root.
+type qdiscState struct {
+	root     netlink.Qdisc
+	owned    bool
+	byParent map[uint32]netlink.Qdisc
+	// stab is the owned root's size table (nil: none).
+	stab *sizeSpec
+}
+
+// readQdiscs reads the device's qdiscs, with the fifo leaves' limits and
+// an owned root's size table, which vishvananda/netlink does not decode.
+func (r *Reconciler) readQdiscs(link netlink.Link) (qdiscState, error) {
+	qs, err := r.h.QdiscList(link)
+	if err != nil {
+		return qdiscState{}, fmt.Errorf("dev %s: list qdiscs: %w", r.dev, err)
+	}
+	st := qdiscState{byParent: make(map[uint32]netlink.Qdisc, len(qs))}
+	for _, q := range qs {
+		a := q.Attrs()
+		if a.LinkIndex != link.Attrs().Index {
+			continue
+		}
+		if a.Parent == netlink.HANDLE_ROOT {
+			st.root = q
+			continue
+		}
+		st.byParent[a.Parent] = q
+	}
+	if err := r.readFifoLimits(link, st.byParent); err != nil {
+		return st, err
+	}
+	if h, ok := st.root.(*netlink.Htb); ok && h.Handle == rootHandle() {
+		st.owned = true
+		if st.stab, err = r.readStab(link); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// readStab reads the root qdisc's size table, which vishvananda/netlink
+// does not decode.
+func (r *Reconciler) readStab(link netlink.Link) (*sizeSpec, error) {
+	c, err := r.tc(link)
+	if err != nil {
+		return nil, err
+	}
+	var ri rootInfo
+	err = c.query(rootGetReq(link.Attrs().Index), unix.RTM_NEWQDISC, func(b []byte) (err error) {
+		ri, err = parseRoot(b)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dev %s: read root qdisc: %w", r.dev, err)
+	}
+	if ri.handle != rootHandle() || ri.kind != "htb" {
+		return nil, fmt.Errorf("dev %s: root qdisc changed while reading it (now %s %x:)", r.dev, ri.kind, ri.handle>>16)
+	}
+	return ri.stab, nil
 }
 
 // usableFor reports whether a remembered state can stand in for the
@@ -80,7 +154,7 @@ func treeHeader(t *plan.Tree) *plan.Tree {
 // (with its link and default classes) first where the device has none, and
 // repairing an owned root's default class and size table.
 func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Result) (*devState, error) {
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +165,7 @@ func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Resul
 		}
 	} else {
 		if st.root != nil && st.root.Attrs().Handle != 0 {
-			if !r.force {
+			if !r.opts.Force {
 				return nil, r.foreignErr(st.root)
 			}
 			maj, _ := netlink.MajorMinor(st.root.Attrs().Handle)
@@ -106,8 +180,7 @@ func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Resul
 	if err != nil {
 		return nil, err
 	}
-	return &devState{ifindex: link.Attrs().Index, root: st.root.(*netlink.Htb), byParent: st.byParent, classes: classes,
-		stab: st.stab}, nil
+	return &devState{ifindex: link.Attrs().Index, qdiscState: st, classes: classes}, nil
 }
 
 // fixRoot repairs an owned root qdisc. HTB has no change operation for its
@@ -115,7 +188,7 @@ func (r *Reconciler) readState(link netlink.Link, desired *plan.Tree, res *Resul
 // (its counters start again). The size table is changed in place (a qdisc
 // change that carries only TCA_STAB, or nothing to remove it); only if the
 // kernel refuses that is the root rebuilt.
-func (r *Reconciler) fixRoot(link netlink.Link, desired *plan.Tree, st rootState, res *Result) (rootState, error) {
+func (r *Reconciler) fixRoot(link netlink.Link, desired *plan.Tree, st qdiscState, res *Result) (qdiscState, error) {
 	root := st.root.(*netlink.Htb)
 	if root.Defcls != uint32(desired.DefaultMinor) {
 		res.Notes = append(res.Notes, fmt.Sprintf("root qdisc htb %x: sent unclassified packets to class %x:%x, not gtpqos's default %s, and HTB cannot change a root's default in place: rebuilt the tree (class counters start again)",
@@ -149,7 +222,7 @@ func stabNote(t *plan.Tree) string {
 
 // rebuild creates the root HTB, replacing what the device has, and reads
 // it back.
-func (r *Reconciler) rebuild(link netlink.Link, desired *plan.Tree, st rootState, res *Result) (rootState, error) {
+func (r *Reconciler) rebuild(link netlink.Link, desired *plan.Tree, st qdiscState, res *Result) (qdiscState, error) {
 	var old uint32
 	if st.root != nil && st.root.Attrs().Handle == rootHandle() {
 		old = rootHandle() // the same handle: replacing it would only change it
@@ -158,7 +231,7 @@ func (r *Reconciler) rebuild(link netlink.Link, desired *plan.Tree, st rootState
 		return st, err
 	}
 	res.CreatedRoot, res.Adopted = true, false
-	st, err := r.readRoot(link)
+	st, err := r.readQdiscs(link)
 	if err != nil {
 		return st, err
 	}

@@ -81,7 +81,7 @@ func (b *Backend) growLoop() {
 func (b *Backend) growOne() (ready, want int, more bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.plan == nil || b.rec.mem == nil {
+	if b.plan == nil || b.rec.held == nil {
 		return 0, 0, false // a full apply comes first (and asks again)
 	}
 	s := b.plan
