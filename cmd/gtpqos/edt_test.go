@@ -113,7 +113,7 @@ func TestPlanEdtFile(t *testing.T) {
 		t.Fatalf("plan: rc %d, stderr %q", rc, errs)
 	}
 	for _, want := range []string{"root handle 6765: stab overhead -14 linklayer ethernet htb default 2",
-		"classid 6765:11 htb rate 8bit ceil 20mbit burst 32k cburst 32k quantum 12500 prio 1", "fq orphan_mask", "session 1: AMBR 3mbit", "edt/0x10 mark 0x10: MBR 1mbit session 1"} {
+		"classid 6765:11 htb rate 10mbit ceil 20mbit burst 32k cburst 32k quantum 12500 prio 1", "fq orphan_mask", "session 1: AMBR 3mbit", "edt/0x10 mark 0x10: MBR 1mbit session 1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan output lacks %q:\n%s", want, out)
 		}

@@ -125,13 +125,17 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 // tree is the fixed tree for a link whose admitted GBRs add up to gbrSum.
 //
 // The guaranteed class holds what the GBR meter lets through, never more
-// than the GBRs (and the meter's bursts), so it borrows first (prio 0) and
-// the non-GBR class lives on what is left: at a rate of its own (the rest
-// of the link) a greedy non-GBR class would leave nothing to borrow, and a
+// than the GBRs (and the meter's bursts), so it borrows first (prio 0): a
 // guaranteed class behind its GBRs (the leaf not served for a while: a
-// busy CPU, timer slack) would never catch up: its backlog would stand,
-// then overflow the leaf. The GBRs bound the guaranteed class, so the
-// non-GBR flows still get the rest of the link over time.
+// busy CPU, timer slack, a stalled host) catches up, else its backlog
+// would stand, then overflow the leaf. The non-GBR class has a rate of
+// its own, nonGBRRate: half of what the GBRs leave. HTB serves every
+// class within its own rate before any class borrows, so while the
+// guaranteed class catches up the non-GBR flows keep that half and the
+// guaranteed class catches up with the other half. Without it (8 bit/s)
+// the non-GBR flows lost every stall of the host to the catch-up: the GBR
+// flows' packets, scheduled up to their horizon ahead, left as soon as
+// the host ran again, so the link time lost came out of best effort alone.
 func tree(pol shaper.Policy, gbrSum uint64, overhead uint32) []Class {
 	link := pol.LinkRate
 	dflt := min(max(pol.DefaultRate, shaper.MinRate), link)
@@ -141,7 +145,7 @@ func tree(pol shaper.Policy, gbrSum uint64, overhead uint32) []Class {
 		{Minor: MinorDefault, Parent: MinorLink, Role: shaper.RoleDefault, Name: "default", Rate: dflt, Ceil: link, Prio: 1},
 		{Minor: MinorGuaranteed, Parent: MinorLink, Role: shaper.RoleShared, Name: "guaranteed", Rate: max(gbrSum, shaper.MinRate), Ceil: link,
 			FqLimit: limit, FqFlowLimit: flowLimit},
-		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: shaper.MinRate, Ceil: link, Prio: 1},
+		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: nonGBRRate(link, gbrSum), Ceil: link, Prio: 1},
 	}
 }
 
@@ -176,6 +180,17 @@ func keyedIDs(flows []shaper.Flow) map[shaper.FlowID]uint32 {
 		used[id], out[f.ID] = true, id
 	}
 	return out
+}
+
+// nonGBRRate is the non-GBR class's own rate on a link whose admitted
+// GBRs add up to gbrSum: half of what they leave, at least shaper.MinRate.
+// It depends on the GBR sum alone, so adding or removing a non-GBR flow
+// or session still writes no class.
+func nonGBRRate(link, gbrSum uint64) uint64 {
+	if gbrSum >= link {
+		return shaper.MinRate
+	}
+	return max((link-gbrSum)/2, shaper.MinRate)
 }
 
 // checkFlow refuses what the program cannot pace: a flow with neither a

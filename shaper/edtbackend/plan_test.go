@@ -17,7 +17,7 @@ func testFlows() []shaper.Flow {
 }
 
 // The tree is fixed (link, default, guaranteed = the GBRs at prio 0,
-// non-GBR borrowing the rest at prio 1); flows become map entries keyed by mark, non-GBR flows of a
+// non-GBR at half of what the GBRs leave, borrowing the rest at prio 1); flows become map entries keyed by mark, non-GBR flows of a
 // session with an AMBR share its session entry, a GBR flow has none.
 func TestPlanTreeAndMaps(t *testing.T) {
 	pol := shaper.DefaultPolicy(20e6)
@@ -33,7 +33,7 @@ func TestPlanTreeAndMaps(t *testing.T) {
 			t.Errorf("class %s ceil %d, want the link", Handle(c.Minor), c.Ceil)
 		}
 	}
-	want := map[uint16]uint64{MinorLink: 20e6, MinorDefault: 1e6, MinorGuaranteed: 2e6, MinorNonGBR: shaper.MinRate}
+	want := map[uint16]uint64{MinorLink: 20e6, MinorDefault: 1e6, MinorGuaranteed: 2e6, MinorNonGBR: 9e6}
 	for m, r := range want {
 		if rates[m] != r {
 			t.Errorf("class %s rate %d, want %d", Handle(m), rates[m], r)
@@ -139,5 +139,43 @@ func TestFlowCountersNameTheSharedClass(t *testing.T) {
 	}
 	if len(p.Flows) != len(want) {
 		t.Errorf("planned %d flows, want %d", len(p.Flows), len(want))
+	}
+}
+
+// The non-GBR class keeps half of what the GBRs leave, whatever the
+// non-GBR flows (a session is map writes, no class), and at least
+// shaper.MinRate when the GBRs fill the link.
+func TestNonGBRRate(t *testing.T) {
+	for _, tc := range []struct{ link, gbr, want uint64 }{
+		{20e6, 2e6, 9e6},
+		{7.5e6, 5e6, 1.25e6},
+		{8e6, 6e6, 1e6},
+		{8e6, 0, 4e6},
+		{8e6, 8e6, shaper.MinRate},
+		{8e6, 9e6, shaper.MinRate},
+		{8e6, 8e6 - 10, shaper.MinRate},
+	} {
+		if got := nonGBRRate(tc.link, tc.gbr); got != tc.want {
+			t.Errorf("nonGBRRate(%d, %d) = %d, want %d", tc.link, tc.gbr, got, tc.want)
+		}
+	}
+	pol := shaper.DefaultPolicy(20e6)
+	pol.Overhead = shaper.Overhead{Fixed: true, Bytes: 14}
+	one, more := MakePlan(testFlows()[:1], pol), MakePlan(testFlows(), pol)
+	rate := func(p *Plan) uint64 {
+		for _, c := range p.Classes {
+			if c.Minor == MinorNonGBR {
+				return c.Rate
+			}
+		}
+		return 0
+	}
+	if gbr := func(p *Plan) (s uint64) {
+		for _, f := range p.Flows {
+			s += f.Spec.GBR
+		}
+		return s
+	}; gbr(one) == gbr(more) && rate(one) != rate(more) {
+		t.Errorf("non-GBR class rate %d with one flow, %d with more at the same GBR sum", rate(one), rate(more))
 	}
 }
