@@ -91,7 +91,7 @@ func run(dev string, withEDT bool) error {
 		if edtBefore, err = now(); err != nil {
 			return err
 		}
-		if flows, err = pc.ReadFlows(); err != nil {
+		if flows, err = pc.ReadFlowsOnly(); err != nil {
 			return err
 		}
 		if edtAfter, err = now(); err != nil {
