@@ -225,8 +225,8 @@ func edtRates(t *testing.T, out, phase string) edtPhase {
 // A, B and D under congestion: what left the device (passed less the
 // tree's backlog; judged only when the tree dropped nothing in the window)
 // ≥ GBR − 1%; the part the meter put in the guaranteed class is logged
-// (pacing gives a stalled sender no credit, so it falls a few percent
-// short of the GBR under TCG). After, UE 2's released session leaves no map entry and no class came or went.
+// (the meter gives a stalled sender no credit beyond its burst, so it
+// falls a few percent short of the GBR under TCG). After, UE 2's released session leaves no map entry and no class came or went.
 func TestVMWatchFree5GCEDT(t *testing.T) {
 	_, _, ue2 := free5gc.Quarter()
 	del := t.TempDir() + "/del2.sh"

@@ -18,7 +18,7 @@ type edtEdtConfig struct {
 	DefaultClass uint32
 	Overhead     uint32
 	L2Len        uint32
-	Pad          uint32
+	Burst        uint32
 }
 
 type edtEdtStats struct {

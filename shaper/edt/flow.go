@@ -16,6 +16,12 @@ import (
 // burst in both backends.
 const DefaultGBRBurst = 32 << 10
 
+// DefaultBurst is the idle credit the backend gives every MBR and AMBR
+// clock (LoadOptions.Burst): the 32 KiB of an HTB class's burst, so after
+// idle time a flow may send as much at once under either backend. A
+// greedy flow never has credit: over any window its rate is its MBR.
+const DefaultBurst = 32 << 10
+
 // Key is a GTP-U packet's (TEID, QFI): how the program finds the flow of
 // a packet that carries no mark (stock gtp5g), from its outer GTP-U header
 // and PDU Session Container.

@@ -43,6 +43,11 @@ type LoadOptions struct {
 	// outer IPv4 header of a GTP-U packet starts the frame. Else it
 	// starts after 14 bytes of Ethernet.
 	L3 bool
+	// Burst is the idle credit of every flow's MBR clock and every
+	// session's AMBR clock, in bytes: a flow or session that sent below
+	// its rate may then send this much at once (0: none, pure pacing).
+	// The backend gives DefaultBurst.
+	Burst uint32
 
 	// noKeys: the program was pinned by a gtpqos without the (TEID,
 	// QFI) map; it finds flows by mark only.
@@ -160,7 +165,7 @@ func (p *Pacer) Options() LoadOptions { return p.opts }
 // SetDefaultClass sets the class id (major<<16 | minor) that packets no
 // flow claims get as skb->priority; 0 leaves skb->priority alone.
 func (p *Pacer) SetDefaultClass(classID uint32) error {
-	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead, L2Len: p.opts.l2Len()}); err != nil {
+	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead, L2Len: p.opts.l2Len(), Burst: p.opts.Burst}); err != nil {
 		return fmt.Errorf("edt: map config: set default class %#x: %w", classID, err)
 	}
 	return nil

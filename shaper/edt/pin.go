@@ -108,6 +108,10 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 	if len(raw) >= 12 {
 		cfg.L2Len = binary.NativeEndian.Uint32(raw[8:])
 	}
+	// A program older than the idle credit has 0 there (its padding).
+	if len(raw) >= 16 {
+		cfg.Burst = binary.NativeEndian.Uint32(raw[12:])
+	}
 	p.opts = LoadOptions{
 		Sessions:    int(p.objs.Sessions.MaxEntries()),
 		Flows:       int(p.objs.Flows.MaxEntries()),
@@ -115,6 +119,7 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		Preallocate: p.objs.Flows.Flags()&noPrealloc == 0,
 		Overhead:    cfg.Overhead,
 		L3:          len(raw) >= 12 && cfg.L2Len == 0,
+		Burst:       cfg.Burst,
 		noKeys:      p.opts.noKeys,
 	}
 	if p.objs.Teids != nil {

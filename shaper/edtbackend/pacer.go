@@ -69,17 +69,19 @@ func (b *Backend) adopt() (*edt.Pacer, error) {
 // pacerFor returns a program for p on a device with link layer l3 (none in
 // front of IPv4): the one held or pinned, or a new one (whose maps start
 // empty) when there is none, it was loaded for another overhead or link
-// layer or by a gtpqos whose program finds flows by mark only, or its maps
-// have less room than p's policy asks for (maps are sized at load). fresh
+// layer or by a gtpqos whose program finds flows by mark only or gives no
+// idle credit (edt.DefaultBurst), or its maps have less room than p's
+// policy asks for (maps are sized at load). fresh
 // says it is new. A plan that does not fit the program's maps is refused
 // before anything is written.
 func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err error) {
 	if pc, err = b.adopt(); err != nil {
 		return nil, false, err
 	}
-	if pc == nil || pc.Options().Overhead != p.Overhead || pc.Options().L3 != l3 || !pc.Current() || pc.Options().Sessions < p.Room {
+	if pc == nil || !reusable(pc.Options(), pc.Current(), p, l3) {
 		n := max(p.Room, b.opt.Sessions)
-		if pc, err = edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Overhead: p.Overhead, L3: l3}); err != nil {
+		o := edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Overhead: p.Overhead, L3: l3, Burst: edt.DefaultBurst}
+		if pc, err = edt.Load(o); err != nil {
 			return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 		}
 		fresh = true
@@ -91,6 +93,12 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 		return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 	}
 	return pc, fresh, nil
+}
+
+// reusable says whether a program loaded with o (current: it finds flows
+// by (TEID, QFI) too) can pace p on a device with link layer l3.
+func reusable(o edt.LoadOptions, current bool, p *Plan, l3 bool) bool {
+	return current && o.Overhead == p.Overhead && o.L3 == l3 && o.Sessions >= p.Room && o.Burst == edt.DefaultBurst
 }
 
 // fits says whether p's sessions, flows, marks and (TEID, QFI) keys fit in maps of o's

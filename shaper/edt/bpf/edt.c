@@ -10,7 +10,12 @@
 //     parser) and found by its (TEID, QFI) through teids (-> flow id), a
 //     non-first fragment by its first fragment's flow (frags);
 //   - computes the departure time t from the flow's MBR clock and, for a
-//     non-GBR flow, its session's AMBR clock: t = max(now, clocks);
+//     non-GBR flow, its session's AMBR clock: t = max(now, clocks). Each
+//     clock is a token bucket's (GCRA): it may lag now by the time its
+//     burst (config.burst bytes, 32 KiB from the backend: an HTB class's
+//     burst) takes at its rate, so a flow or session that was idle or
+//     below its rate may send that burst at once, as an HTB class may; a
+//     greedy one never lags and is paced exactly;
 //   - drops the packet (TC_ACT_SHOT) when t lies beyond now + the flow's
 //     delay budget, rather than queueing it for seconds;
 //   - meters a GBR flow with a second clock at the GBR: a packet within
@@ -103,7 +108,7 @@ struct edt_config {
 	__u32 default_class; // priority for packets no flow claims (0: leave)
 	__u32 overhead;      // the loader's `overhead`, for a process that opens the pins
 	__u32 l2_len;        // the loader's `l2_len`, likewise
-	__u32 pad;
+	__u32 burst;         // idle credit of every MBR and AMBR clock, bytes (0: none)
 };
 
 // stats[0], per CPU: packets no flow claims.
@@ -254,11 +259,30 @@ static __always_inline __u32 *by_gtpu(struct __sk_buff *skb)
 #define PASS_GBR 1    // the guaranteed class
 #define DROP 2
 
+// charge is a token bucket's clock after a packet that takes d ns leaves
+// at dep: the next packet's earliest departure. The clock may lag dep by
+// burst ns (credit left from idle time), never more; with no credit it is
+// dep + d, pure pacing. (GCRA: the clock is the theoretical arrival time
+// less the burst tolerance.)
+static __always_inline __u64 charge(__u64 clock, __u64 dep, __u64 burst, __u64 d)
+{
+	__u64 floor = dep > burst ? dep - burst : 0;
+
+	return (clock > floor ? clock : floor) + d;
+}
+
+// Per packet: its time at each clock's rate (d_*) and each clock's credit
+// (b_*: the burst's time at that rate), computed outside the lock.
+struct cost {
+	__u64 d_mbr, d_gbr, d_ambr;
+	__u64 b_mbr, b_ambr;
+};
+
 // advance is one packet's arithmetic on its flow's clocks (and its session's,
 // when s is not NULL), with the lock that guards them held by the caller.
-// It stores the departure time in *t.
+// It stores the departure time in *t: the latest of now and the clocks.
 static __always_inline int advance(struct flow *f, struct session *s, __u64 now, __u64 len,
-				   __u64 d_mbr, __u64 d_gbr, __u64 d_ambr, __u64 *t)
+				   const struct cost *c, __u64 *t)
 {
 	__u64 dep = now;
 	int verdict = PASS_EXCESS;
@@ -270,12 +294,12 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 	if (dep - now > f->budget_ns)
 		return DROP; // counted by the caller
 
-	f->mbr_clock = dep + d_mbr;
+	f->mbr_clock = charge(f->mbr_clock, dep, c->b_mbr, c->d_mbr);
 	if (s)
-		s->clock = dep + d_ambr;
+		s->clock = charge(s->clock, dep, c->b_ambr, c->d_ambr);
 	if (f->gbr_bps && f->gbr_clock <= dep + f->gbr_burst_ns) {
 		verdict = PASS_GBR;
-		f->gbr_clock = (f->gbr_clock > dep ? f->gbr_clock : dep) + d_gbr;
+		f->gbr_clock = (f->gbr_clock > dep ? f->gbr_clock : dep) + c->d_gbr;
 		f->gbr_pkts++;
 		f->gbr_bytes += len;
 	}
@@ -303,8 +327,14 @@ int edt_egress(struct __sk_buff *skb)
 
 	__u64 len = skb->len > overhead ? skb->len - overhead : 1;
 	__u64 now = bpf_ktime_get_ns();
-	__u64 d_mbr = tx_ns(len, READ_ONCE(f->mbr_bps));
-	__u64 d_gbr = tx_ns(len, READ_ONCE(f->gbr_bps));
+	struct edt_config *cfg = bpf_map_lookup_elem(&config, &zero);
+	__u64 burst = cfg ? READ_ONCE(cfg->burst) : 0;
+	__u64 mbr = READ_ONCE(f->mbr_bps);
+	struct cost c = {
+		.d_mbr = tx_ns(len, mbr),
+		.d_gbr = tx_ns(len, READ_ONCE(f->gbr_bps)),
+		.b_mbr = tx_ns(burst, mbr),
+	};
 	__u64 t = now;
 	int verdict;
 
@@ -317,13 +347,15 @@ int edt_egress(struct __sk_buff *skb)
 	if (s) {
 		// A flow under its session's AMBR keeps its clocks under the
 		// session's lock: one section takes both clocks at once.
-		__u64 d_ambr = tx_ns(len, READ_ONCE(s->ambr_bps));
+		__u64 ambr = READ_ONCE(s->ambr_bps);
+		c.d_ambr = tx_ns(len, ambr);
+		c.b_ambr = tx_ns(burst, ambr);
 		bpf_spin_lock(&s->lock);
-		verdict = advance(f, s, now, len, d_mbr, d_gbr, d_ambr, &t);
+		verdict = advance(f, s, now, len, &c, &t);
 		bpf_spin_unlock(&s->lock);
 	} else {
 		bpf_spin_lock(&f->lock);
-		verdict = advance(f, NULL, now, len, d_mbr, d_gbr, 0, &t);
+		verdict = advance(f, NULL, now, len, &c, &t);
 		bpf_spin_unlock(&f->lock);
 	}
 	if (verdict == DROP) {
