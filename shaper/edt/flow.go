@@ -3,6 +3,7 @@ package edt
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -116,11 +117,18 @@ func (s FlowSpec) value(id uint32) edtFlow {
 	if s.Session != 0 && s.GBR == 0 {
 		v.Flags |= flowAMBR
 	}
+	if slices.Contains(s.Marks, id) {
+		v.Flags |= flowIDIsMark
+	}
 	return v
 }
 
-// flowAMBR is FLOW_AMBR in bpf/edt.c.
-const flowAMBR = 1
+// flowAMBR and flowIDIsMark are FLOW_AMBR and FLOW_ID_IS_MARK in
+// bpf/edt.c.
+const (
+	flowAMBR     = 1
+	flowIDIsMark = 2
+)
 
 // flowHash spreads flow ids over the hash space (murmur3's finalizer), so
 // fq's buckets and orphan mask see consecutive ids apart; never 0.

@@ -4,7 +4,9 @@
 // clsact egress cls_bpf program in direct-action mode. Per packet it
 //
 //   - finds the QoS flow by skb->mark (bits 0-23, MARK_MASK: the patched
-//     gtp5g's flow mark) through marks (mark -> flow id) and flows; a
+//     gtp5g's flow mark): in flows under the mark itself when that flow's
+//     id is one of its marks (FLOW_ID_IS_MARK: one lookup, the common
+//     case), else through marks (mark -> flow id) and flows; a
 //     packet whose mark names no flow (stock gtp5g marks nothing) is
 //     parsed as GTP-U (shaper/bpf/gtpu_parse.h, the gtpu classifier's
 //     parser) and found by its (TEID, QFI) through teids (-> flow id), a
@@ -69,7 +71,8 @@ volatile const __u32 l2_len = 14;
 volatile const __u32 echo = 0;
 
 // flow.flags
-#define FLOW_AMBR 1 // the flow is under its session's AMBR clock
+#define FLOW_AMBR 1       // the flow is under its session's AMBR clock
+#define FLOW_ID_IS_MARK 2 // the flow's id is one of its marks: flows[mark] is it
 
 // flow: one QoS flow. The first block is written by user space only; the
 // clocks and counters below it are the program's, under lock.
@@ -309,21 +312,39 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 	return verdict;
 }
 
+// by_mark finds the flow a mark names in one lookup when the flow's id is
+// that mark: marks are unique to a flow, so a flow under id m whose marks
+// include m is the one m names. NULL: look the mark up in marks.
+static __always_inline struct flow *by_mark(__u32 *mark)
+{
+	struct flow *f = bpf_map_lookup_elem(&flows, mark);
+
+	if (f && (READ_ONCE(f->flags) & FLOW_ID_IS_MARK))
+		return f;
+	return NULL;
+}
+
 SEC("tc")
 int edt_egress(struct __sk_buff *skb)
 {
 	__u32 mark = skb->mark & MARK_MASK;
-	__u32 *id = NULL;
+	__u32 fid = mark;
+	struct flow *f = NULL;
 	if (mark)
-		id = bpf_map_lookup_elem(&marks, &mark);
-	if (!id)
-		id = by_gtpu(skb);
-	if (!id)
-		return unclaimed(skb, 0);
-	__u32 fid = *id;
-	struct flow *f = bpf_map_lookup_elem(&flows, id);
-	if (!f)
-		return unclaimed(skb, 1);
+		f = by_mark(&mark);
+	if (!f) {
+		__u32 *id = NULL;
+		if (mark)
+			id = bpf_map_lookup_elem(&marks, &mark);
+		if (!id)
+			id = by_gtpu(skb);
+		if (!id)
+			return unclaimed(skb, 0);
+		fid = *id;
+		f = bpf_map_lookup_elem(&flows, id);
+		if (!f)
+			return unclaimed(skb, 1);
+	}
 
 	__u64 len = skb->len > overhead ? skb->len - overhead : 1;
 	__u64 now = bpf_ktime_get_ns();
