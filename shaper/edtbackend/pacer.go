@@ -79,7 +79,7 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 	}
 	if pc == nil || pc.Options().Overhead != p.Overhead || pc.Options().L3 != l3 || !pc.Current() || pc.Options().Sessions < p.Room {
 		n := max(p.Room, b.opt.Sessions)
-		if pc, err = edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Overhead: p.Overhead, L3: l3}); err != nil {
+		if pc, err = edt.Load(edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Rules: n, Overhead: p.Overhead, L3: l3}); err != nil {
 			return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 		}
 		fresh = true
@@ -93,7 +93,7 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 	return pc, fresh, nil
 }
 
-// fits says whether p's sessions, flows, marks and (TEID, QFI) keys fit in maps of o's
+// fits says whether p's sessions, flows, marks, (TEID, QFI) keys and TEIDs with SDF rules fit in maps of o's
 // sizes, naming the first that does not and the knob that sizes them.
 func fits(p *Plan, o edt.LoadOptions) error {
 	marks, keys := 0, 0
@@ -103,7 +103,7 @@ func fits(p *Plan, o edt.LoadOptions) error {
 	for _, m := range []struct {
 		name       string
 		need, room int
-	}{{"sessions", len(p.Sessions), o.Sessions}, {"flows", len(p.Flows), o.Flows}, {"marks", marks, o.Marks}, {"teids", keys, o.Keys}} {
+	}{{"sessions", len(p.Sessions), o.Sessions}, {"flows", len(p.Flows), o.Flows}, {"marks", marks, o.Marks}, {"teids", keys, o.Keys}, {"rules", len(p.Rules), o.Rules}} {
 		if m.need > m.room {
 			return fmt.Errorf("edt: %d %s do not fit in the program's %s map (room for %d, sized for %d sessions): give the policy `edt: {sessions: N}` with room for them", m.need, m.name, m.name, m.room, o.Sessions)
 		}
