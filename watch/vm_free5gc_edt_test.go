@@ -67,20 +67,41 @@ echo FREE5GC-SCENARIO-OK
 `
 
 // free5gcEDTStockScenario starts watch with backend edt on stock gtp5g
-// holding free5GC's rules: the program on n3w finds the downlink flows by
-// (TEID, QFI), the N3 ingress program marks the uplink for n6w's.
-const free5gcEDTStockScenario = free5gcSetup + `printf 'policy:\n  backend: edt\n' >watch.yaml
+// holding free5GC's rules with a second non-GBR flow E in UE 1's session:
+// the program on n3w finds the downlink flows by their sessions' SDF rules
+// and (TEID, QFI), the N3 ingress program marks the uplink for n6w's.
+// Then the default flow (1 Mbit/s), C (3 Mbit/s over its MBR of 2) and E
+// (2 Mbit/s over its MBR of 1) run at once: gtp5g sends all three with
+// QFI 1, so only the SDF rules tell C and E apart.
+const free5gcEDTStockScenario = free5gcSetup + `printf 'policy:\n  backend: edt\n  non_gbr_min: 100kbit\n  default_rate: 100kbit\n' >watch.yaml
 T=./gogtp5g-tunnel
 . ./rules.sh
 ./gtpqos watch --config watch.yaml --n3 n3w --n6 n6w --link-rate 7500kbit --mark-mode auto --metrics-addr off >watch.log 2>&1 &
 W=$!
 entries() { ./classstats -dev $1 -edt 2>/dev/null | grep -c '^flow '; }
-for i in $(seq 300); do [ "$(entries n3w)" -ge 1 ] && [ "$(entries n6w)" -ge 1 ] && break; sleep 0.1; done
+rules() { ./classstats -dev n3w -edt 2>/dev/null | sed -n 's/^program .* rules //p'; }
+for i in $(seq 300); do [ "$(entries n3w)" -ge 7 ] && [ "$(entries n6w)" -ge 1 ] && [ "$(rules)" = 2 ] && break; sleep 0.1; done
 kill -0 $W || { cat watch.log; fail "watch exited at start"; }
 echo "STOCK-ENTRIES $(entries n3w) $(entries n6w)"
+echo "STOCK-RULES $(rules)"
 echo "STOCK-N3-INGRESS $(tc filter show dev n3w ingress | grep -c gtpqos-gtpu-ingress)"
 echo "STOCK-N3-EDT $(tc filter show dev n3w egress | grep -c gtpqos-edt-egress)"
 echo "===STOCK-MAPS==="; ./classstats -dev n3w -edt; echo "===END==="
+for a in 4 5; do ip addr add 192.168.100.$a/32 dev lo; done
+ip addr add 10.200.0.9/32 dev lo
+ip route add 10.60.0.0/24 dev upfgtp
+ip neigh add 10.100.0.2 lladdr "$(cat /sys/class/net/n3p/address)" dev n3w
+echo "===STATUS-BEGIN==="; ./gtpqos status --json --n3 n3w --n6 n6w --interval 0; echo "===STATUS-END==="
+LOADS=
+load() { ./udpload -src $1 -dst $2:9000 -rate $3 -for 90s & LOADS="$LOADS $!"; }
+phase() {
+	sleep 4; echo "===STATS $1 t1==="; ./classstats -dev n3w -edt
+	sleep 15; echo "===STATS $1 t2==="; ./classstats -dev n3w -edt
+	n=0; for p in $LOADS; do kill -0 $p 2>/dev/null && n=$((n+1)); done; echo "RUNNING $1 $n"
+	kill $LOADS; wait $LOADS 2>/dev/null; LOADS=
+}
+load 10.200.0.9 10.60.0.1 1000000; load 192.168.100.4 10.60.0.1 3000000; load 192.168.100.5 10.60.0.1 2000000
+phase sdf
 kill -TERM $W; wait $W
 echo "== watch log"; cat watch.log
 echo FREE5GC-EDT-STOCK-OK
@@ -89,19 +110,81 @@ echo FREE5GC-EDT-STOCK-OK
 // TestVMWatchFree5GCEDTStock: on stock gtp5g ($GTP5G_KO without the
 // patch; a patched module skips), whose packets carry no mark, watch with
 // backend edt starts: n3w's program holds downlink flows keyed by (TEID,
-// QFI), n6w's holds the uplink flows by the marks the gtpu_ingress program
-// it attached to n3w sets.
+// QFI) and each session's downlink SDF rules, n6w's holds the uplink
+// flows by the marks the gtpu_ingress program it attached to n3w sets.
+// UE 1's non-GBR flows C and E, which gtp5g sends with the default flow's
+// QFI 1, are each found by their PDR's SDF filter and held at their own
+// MBR (checkEDTStockSDF).
 func TestVMWatchFree5GCEDTStock(t *testing.T) {
-	out, _, _ := runFree5GCWith(t, free5gcEDTStockScenario, "stock", nil, []string{"sch_fq"})
+	out, ue1, ue2 := runFree5GCWith(t, free5gcEDTStockScenario, "stock", nil, []string{"sch_fq"}, stockFlowE)
 	if !strings.Contains(out, "FREE5GC-EDT-STOCK-OK") {
 		t.Fatal("scenario failed; see the guest output above")
 	}
 	var n3, n6 int
-	if _, err := fmt.Sscanf(between(out, "STOCK-ENTRIES ", "\n"), "%d %d", &n3, &n6); err != nil || n3 == 0 || n6 == 0 {
-		t.Errorf("edt map entries on n3w, n6w: %q; want flows on both", between(out, "STOCK-ENTRIES ", "\n"))
+	if _, err := fmt.Sscanf(between(out, "STOCK-ENTRIES ", "\n"), "%d %d", &n3, &n6); err != nil || n3 < 7 || n6 == 0 {
+		t.Errorf("edt map entries on n3w, n6w: %q; want the 7 downlink flows and some uplink", between(out, "STOCK-ENTRIES ", "\n"))
+	}
+	if got := between(out, "STOCK-RULES ", "\n"); got != "2" {
+		t.Errorf("n3w's SDF rule map holds %q TEIDs, want the two sessions' downlink TEIDs", got)
 	}
 	if between(out, "STOCK-N3-INGRESS ", "\n") != "1" || between(out, "STOCK-N3-EDT ", "\n") != "1" {
 		t.Errorf("n3w filters: gtpu ingress %s, edt egress %s; want one each", between(out, "STOCK-N3-INGRESS ", "\n"), between(out, "STOCK-N3-EDT ", "\n"))
+	}
+	rep, class := shapesStatus(t, out, ue1, ue2)
+	t.Logf("map entries %v; problems %v", class, rep.Problems)
+	checkEDTStockSDF(t, out, class)
+}
+
+// stockFlowE is a second non-GBR flow of UE 1 (free5GC lists it [session
+// AMBR, E], so gtp5g sends it with QFI 1, as C).
+var stockFlowE = free5gc.Flow{Name: "E", QFI: 5, MBR: 1 * free5gc.Mbit, DN: "192.168.100.5"}
+
+// checkEDTStockSDF judges the sdf phase: C and E each held at their own
+// MBR (≤ MBR + 1%, and dropped at the horizon: offered above it), C above
+// E's MBR, so not at E's clock, and at least half its MBR (the load reached
+// the program; a sender the guest stalls loses the time: pacing gives no
+// credit); the default flow's load through (at least half of it: the
+// session clock, which a flow held at its MBR pushes to its own departure
+// times, holds the others back too); the session within its AMBR; every
+// packet found by SDF rule, under 1% unclaimed.
+func checkEDTStockSDF(t *testing.T, out string, class map[string]string) {
+	t.Helper()
+	for _, n := range []string{"default1", "C", "E"} {
+		if !strings.HasPrefix(class[n], "edt/") {
+			t.Fatalf("flow %s has no map entry (%q)", n, class[n])
+		}
+	}
+	if class["C"] == class["E"] || class["C"] == class["default1"] || class["E"] == class["default1"] {
+		t.Fatalf("C %s, E %s, default %s: want three map entries", class["C"], class["E"], class["default1"])
+	}
+	ph := edtRates(t, out, "sdf")
+	r := func(n string) rateBounds { return ph.passed[class[n]] }
+	hz := func(n string) uint64 { return ph.horizon[class[n]] }
+	t.Logf("sdf: default %s, C %s, E %s Mbit/s passed (offered 1, 3, 2; MBRs -, 2, 1; AMBR 5); dropped at the horizon %d, %d, %d",
+		r("default1"), r("C"), r("E"), hz("default1"), hz("C"), hz("E"))
+	for _, c := range []struct {
+		name string
+		mbr  float64
+	}{{"C", 2e6}, {"E", 1e6}} {
+		if r(c.name).hi > c.mbr*ceilSlack || r(c.name).lo < c.mbr*0.5 || hz(c.name) == 0 {
+			t.Errorf("flow %s: %s Mbit/s, %d dropped at the horizon; want %.3f..%.3f, held there (drops)", c.name, r(c.name), hz(c.name), c.mbr*0.5/1e6, c.mbr*ceilSlack/1e6)
+		}
+	}
+	if r("C").lo < 1e6*ceilSlack {
+		t.Errorf("C %s Mbit/s: not above E's MBR", r("C"))
+	}
+	if r("default1").lo < 0.5e6 {
+		t.Errorf("default flow: %s Mbit/s, not even half its load: the load did not reach the program", r("default1"))
+	}
+	if s := r("default1").hi + r("C").hi + r("E").hi; s > 5e6*ceilSlack {
+		t.Errorf("session 1: up to %.3f Mbit/s > AMBR 5 + 1%%", s/1e6)
+	}
+	var u1, g1, s1, u2, g2, s2, n int
+	fmt.Sscanf(between(between(out, "===STATS sdf t1===", "==="), "program unknown ", "\n"), "%d gtpu %d sdf %d rules %d", &u1, &g1, &s1, &n)
+	fmt.Sscanf(between(between(out, "===STATS sdf t2===", "==="), "program unknown ", "\n"), "%d gtpu %d sdf %d rules %d", &u2, &g2, &s2, &n)
+	t.Logf("sdf: program counted %d packets by GTP-U header, %d of them by SDF rule, %d unclaimed", g2-g1, s2-s1, u2-u1)
+	if g2 <= g1 || s2-s1 != g2-g1 || float64(u2-u1) > 0.01*float64(g2-g1) {
+		t.Errorf("sdf: %d packets by GTP-U header, %d by SDF rule, %d unclaimed: want all by rule, under 1%% unclaimed", g2-g1, s2-s1, u2-u1)
 	}
 }
 
@@ -128,9 +211,9 @@ func deleteCommands(d free5gc.Dump, seid uint64) string {
 }
 
 // edtFlow is one flow's program counters in a classstats -edt reading.
-type edtFlow struct{ bytes, gbrBytes uint64 }
+type edtFlow struct{ bytes, gbrBytes, drops uint64 }
 
-var edtFlowRE = regexp.MustCompile(`(?m)^flow (\S+) bytes (\d+) pkts \d+ gbr_bytes (\d+) gbr_pkts \d+ drops \d+$`)
+var edtFlowRE = regexp.MustCompile(`(?m)^flow (\S+) bytes (\d+) pkts \d+ gbr_bytes (\d+) gbr_pkts \d+ drops (\d+)$`)
 
 // edtFlows parses a classstats -edt reading's flows by handle.
 func edtFlows(s string) map[string]edtFlow {
@@ -138,7 +221,8 @@ func edtFlows(s string) map[string]edtFlow {
 	for _, m := range edtFlowRE.FindAllStringSubmatch(s, -1) {
 		b, _ := strconv.ParseUint(m[2], 10, 64)
 		g, _ := strconv.ParseUint(m[3], 10, 64)
-		out[m[1]] = edtFlow{b, g}
+		d, _ := strconv.ParseUint(m[4], 10, 64)
+		out[m[1]] = edtFlow{b, g, d}
 	}
 	return out
 }
@@ -183,21 +267,22 @@ func qdiscDrops(s string) (drops, backlog map[string]uint64) {
 // floor on what left the device: passed less the whole tree's backlog at
 // the second reading (only meaningful when the tree dropped nothing in the
 // window: drops counts the packets it did drop, the queue's share of which
-// flow is unknown).
+// flow is unknown); horizon, the packets the program dropped per flow in
+// the window (beyond its delay budget: offered above its clocks' rate).
 type edtPhase struct {
 	passed, guaranteed, leftFloor map[string]rateBounds
-	drops                         map[string]uint64
+	drops, horizon                map[string]uint64
 }
 
 func edtRates(t *testing.T, out, phase string) edtPhase {
 	t.Helper()
 	r1, r2 := between(out, "===STATS "+phase+" t1===", "==="), between(out, "===STATS "+phase+" t2===", "===")
-	if want := map[string]string{"alone": "1", "session": "2", "all": "5"}[phase]; between(out, "RUNNING "+phase+" ", "\n") != want {
+	if want := map[string]string{"alone": "1", "session": "2", "all": "5", "sdf": "3"}[phase]; between(out, "RUNNING "+phase+" ", "\n") != want {
 		t.Fatalf("%s: %q of the phase's %s loads still ran at the second reading", phase, between(out, "RUNNING "+phase+" ", "\n"), want)
 	}
 	window, slack := edtWindow(t, r1, r2, phase)
 	a, b := edtFlows(r1), edtFlows(r2)
-	p := edtPhase{passed: map[string]rateBounds{}, guaranteed: map[string]rateBounds{}, leftFloor: map[string]rateBounds{}, drops: map[string]uint64{}}
+	p := edtPhase{passed: map[string]rateBounds{}, guaranteed: map[string]rateBounds{}, leftFloor: map[string]rateBounds{}, drops: map[string]uint64{}, horizon: map[string]uint64{}}
 	bounds := func(bytes uint64) rateBounds {
 		bits := float64(bytes) * 8
 		return rateBounds{lo: bits / (window + slack), hi: bits / (window - slack)}
@@ -209,6 +294,7 @@ func edtRates(t *testing.T, out, phase string) edtPhase {
 	}
 	for h, f := range b {
 		passed := f.bytes - a[h].bytes
+		p.horizon[h] = f.drops - a[h].drops
 		p.passed[h], p.guaranteed[h] = bounds(passed), bounds(f.gbrBytes-a[h].gbrBytes)
 		p.leftFloor[h] = bounds(passed - min(passed, backlog["root"]))
 	}

@@ -16,8 +16,8 @@ func init() {
 }
 
 // openEDT opens the edt backend on d. On unmarked packets (stock gtp5g)
-// the program finds a downlink packet's flow by its GTP-U (TEID, QFI) on
-// N3; on the uplink device the shared GTP-U classifier's N3 ingress
+// the program finds a downlink packet's flow on N3 by its session's SDF
+// rules (Shared.SetSDF) and its GTP-U (TEID, QFI); on the uplink device the shared GTP-U classifier's N3 ingress
 // program marks each packet before gtp5g decapsulates it, and the
 // program on N6 finds it by that mark.
 func openEDT(d Device, o Options) (shaper.Backend, error) {
@@ -29,7 +29,15 @@ func openEDT(d Device, o Options) (shaper.Backend, error) {
 		}
 		eo.Marker = g.UplinkMarker()
 	}
-	return edtbackend.Open(d.Handle, d.Close, d.Name, eo)
+	b, err := edtbackend.Open(d.Handle, d.Close, d.Name, eo)
+	if err != nil {
+		return nil, err
+	}
+	if o.Marks == Unmarked && o.Direction != shaper.Uplink && o.Shared != nil {
+		// On N3 the program matches the sessions' downlink SDF rules.
+		o.Shared.takeSDF(d.Name, b)
+	}
+	return b, nil
 }
 
 // checkEDT says how the program finds each packet's flow: by mark, or,
@@ -47,7 +55,7 @@ func checkEDT(_ shaper.Policy, o Options) (string, error) {
 
 const (
 	bindingMarked   = "edt program by mark"
-	bindingUnmarked = "edt program by GTP-U (TEID, QFI) on N3, by the N3 ingress program's marks on N6"
+	bindingUnmarked = "edt program by SDF rule and GTP-U (TEID, QFI) on N3, by the N3 ingress program's marks on N6"
 )
 
 func ownsEDT(d Device) (bool, error) { return edtbackend.Owns(d.Handle, d.NetNS, d.Name) }

@@ -30,6 +30,7 @@ type edtEdtStats struct {
 	NotIpPkts     uint64
 	GtpuPkts      uint64
 	FragPkts      uint64
+	SdfPkts       uint64
 }
 
 type edtFlow struct {
@@ -73,6 +74,34 @@ type edtFragKey struct {
 	Dir   uint8
 }
 
+type edtSdfRules struct {
+	_ structs.HostLayout
+	N uint32
+	R [16]struct {
+		_       structs.HostLayout
+		Src     uint32
+		Smask   uint32
+		Dst     uint32
+		Dmask   uint32
+		Ue      uint32
+		Value   uint32
+		Proto   uint8
+		UeIsSrc uint8
+		Nsport  uint8
+		Ndport  uint8
+		Sport   [4]struct {
+			_  structs.HostLayout
+			Lo uint16
+			Hi uint16
+		}
+		Dport [4]struct {
+			_  structs.HostLayout
+			Lo uint16
+			Hi uint16
+		}
+	}
+}
+
 type edtSession struct {
 	_    structs.HostLayout
 	Lock struct {
@@ -92,6 +121,8 @@ const (
 	edtMapFlows      = "flows"
 	edtMapFrags      = "frags"
 	edtMapMarks      = "marks"
+	edtMapRules      = "rules"
+	edtMapSdfId      = "sdf_id"
 	edtMapSessions   = "sessions"
 	edtMapStats      = "stats"
 	edtMapTeids      = "teids"
@@ -154,6 +185,8 @@ type edtMapSpecs struct {
 	Flows    *ebpf.MapSpec `ebpf:"flows"`
 	Frags    *ebpf.MapSpec `ebpf:"frags"`
 	Marks    *ebpf.MapSpec `ebpf:"marks"`
+	Rules    *ebpf.MapSpec `ebpf:"rules"`
+	SdfId    *ebpf.MapSpec `ebpf:"sdf_id"`
 	Sessions *ebpf.MapSpec `ebpf:"sessions"`
 	Stats    *ebpf.MapSpec `ebpf:"stats"`
 	Teids    *ebpf.MapSpec `ebpf:"teids"`
@@ -192,6 +225,8 @@ type edtMaps struct {
 	Flows    *ebpf.Map `ebpf:"flows"`
 	Frags    *ebpf.Map `ebpf:"frags"`
 	Marks    *ebpf.Map `ebpf:"marks"`
+	Rules    *ebpf.Map `ebpf:"rules"`
+	SdfId    *ebpf.Map `ebpf:"sdf_id"`
 	Sessions *ebpf.Map `ebpf:"sessions"`
 	Stats    *ebpf.Map `ebpf:"stats"`
 	Teids    *ebpf.Map `ebpf:"teids"`
@@ -203,6 +238,8 @@ func (m *edtMaps) Close() error {
 		m.Flows,
 		m.Frags,
 		m.Marks,
+		m.Rules,
+		m.SdfId,
 		m.Sessions,
 		m.Stats,
 		m.Teids,

@@ -20,6 +20,8 @@ type gtpuPacket struct {
 	off  uint16 // fragment offset in 8-octet units (not 0: no UDP, no GTP-U)
 	id   uint16 // outer IP id
 	port uint16 // UDP destination port (0: 2152)
+	// inner, when set, is the user's IP packet (user is then ignored).
+	inner []byte
 }
 
 func (g gtpuPacket) build() []byte {
@@ -33,8 +35,11 @@ func (g gtpuPacket) build() []byte {
 		gtp = []byte{0x34, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x85, 1, 0x00, g.qfi & 0x3f, 0}
 	}
 	binary.BigEndian.PutUint32(gtp[4:], g.teid)
-	user := make([]byte, g.user)
-	user[0] = 0x45
+	user := g.inner
+	if user == nil {
+		user = make([]byte, g.user)
+		user[0] = 0x45
+	}
 	binary.BigEndian.PutUint16(gtp[2:], uint16(len(gtp)-8+len(user)))
 	port := g.port
 	if port == 0 {

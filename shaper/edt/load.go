@@ -20,6 +20,9 @@ const (
 	DefaultFlows    = 2 * DefaultSessions
 	DefaultMarks    = DefaultFlows
 	DefaultKeys     = DefaultFlows
+	// DefaultRules is the TEIDs whose SDF rules the rules map holds: one
+	// downlink TEID a session.
+	DefaultRules = DefaultSessions
 	// MaxEntries bounds each map's size (the kernel allocates a bucket
 	// array of the next power of two, 16 bytes a bucket, at load).
 	MaxEntries = 1 << 26
@@ -27,9 +30,9 @@ const (
 
 // LoadOptions tune Load. The zero value is the defaults.
 type LoadOptions struct {
-	// Sessions, Flows, Marks and Keys ((TEID, QFI) pairs) are the maps'
-	// max_entries (0: the defaults above).
-	Sessions, Flows, Marks, Keys int
+	// Sessions, Flows, Marks, Keys ((TEID, QFI) pairs) and Rules (TEIDs
+	// with SDF rules) are the maps' max_entries (0: the defaults above).
+	Sessions, Flows, Marks, Keys, Rules int
 	// Preallocate allocates every entry of the session, flow and mark
 	// maps at load (the kernel's default for hash maps) instead of on
 	// update (BPF_F_NO_PREALLOC, the package's default). See the README
@@ -52,6 +55,9 @@ type LoadOptions struct {
 	// noKeys: the program was pinned by a gtpqos without the (TEID,
 	// QFI) map; it finds flows by mark only.
 	noKeys bool
+	// noRules: the program was pinned by a gtpqos without the SDF rule
+	// map; it finds unmarked flows by (TEID, QFI) only.
+	noRules bool
 	// echo makes the program copy what it set into skb->cb (tests).
 	echo bool
 }
@@ -67,7 +73,7 @@ func (o *LoadOptions) resolve() error {
 		name string
 		n    *int
 		def  int
-	}{{"sessions", &o.Sessions, DefaultSessions}, {"flows", &o.Flows, DefaultFlows}, {"marks", &o.Marks, DefaultMarks}, {"keys", &o.Keys, DefaultKeys}} {
+	}{{"sessions", &o.Sessions, DefaultSessions}, {"flows", &o.Flows, DefaultFlows}, {"marks", &o.Marks, DefaultMarks}, {"keys", &o.Keys, DefaultKeys}, {"rules", &o.Rules, DefaultRules}} {
 		if *m.n == 0 {
 			*m.n = m.def
 		}
@@ -95,7 +101,7 @@ func Load(opts LoadOptions) (*Pacer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edt: %w", err)
 	}
-	for name, n := range map[string]int{edtMapSessions: opts.Sessions, edtMapFlows: opts.Flows, edtMapMarks: opts.Marks, edtMapTeids: opts.Keys} {
+	for name, n := range map[string]int{edtMapSessions: opts.Sessions, edtMapFlows: opts.Flows, edtMapMarks: opts.Marks, edtMapTeids: opts.Keys, edtMapRules: opts.Rules} {
 		m := spec.Maps[name]
 		m.MaxEntries = uint32(n)
 		if opts.Preallocate {
@@ -139,10 +145,10 @@ func (o LoadOptions) l2Len() uint32 {
 	return 14
 }
 
-// Current reports whether the program finds flows by (TEID, QFI) as well
-// as by mark: false for one pinned by an older gtpqos, which a backend
-// replaces.
-func (p *Pacer) Current() bool { return !p.opts.noKeys }
+// Current reports whether the program finds flows by SDF rule and (TEID,
+// QFI) as well as by mark: false for one pinned by an older gtpqos, which
+// a backend replaces.
+func (p *Pacer) Current() bool { return !p.opts.noKeys && !p.opts.noRules }
 
 // noPrealloc is BPF_F_NO_PREALLOC.
 const noPrealloc = 1

@@ -22,6 +22,7 @@ const (
 	pinStats    = "gtpqos_edt_stats"
 	pinTeids    = "gtpqos_edt_teids"
 	pinFrags    = "gtpqos_edt_frags"
+	pinRules    = "gtpqos_edt_rules"
 )
 
 // mapPins pairs each map's pin name with its slot in objs.
@@ -35,7 +36,7 @@ func (p *Pacer) mapPins() []struct {
 	}{
 		{pinMarks, &p.objs.Marks}, {pinFlows, &p.objs.Flows}, {pinSessions, &p.objs.Sessions},
 		{pinConfig, &p.objs.Config}, {pinStats, &p.objs.Stats},
-		{pinTeids, &p.objs.Teids}, {pinFrags, &p.objs.Frags},
+		{pinTeids, &p.objs.Teids}, {pinFrags, &p.objs.Frags}, {pinRules, &p.objs.Rules},
 	}
 }
 
@@ -55,7 +56,7 @@ func (p *Pacer) Pin(pins classify.Pins) error {
 
 // Unpin removes the pacer's pins of the device (only those).
 func Unpin(pins classify.Pins) error {
-	if err := pins.Remove(PinProgram, pinMarks, pinFlows, pinSessions, pinConfig, pinStats, pinTeids, pinFrags); err != nil {
+	if err := pins.Remove(PinProgram, pinMarks, pinFlows, pinSessions, pinConfig, pinStats, pinTeids, pinFrags, pinRules); err != nil {
 		return fmt.Errorf("edt: %w", err)
 	}
 	return nil
@@ -86,6 +87,11 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		if !ok && (mp.name == pinTeids || mp.name == pinFrags) {
 			// Pinned by a gtpqos that found flows by mark only.
 			p.opts.noKeys = true
+			continue
+		}
+		if !ok && mp.name == pinRules {
+			// Pinned by a gtpqos that found unmarked flows by (TEID, QFI) only.
+			p.opts.noRules = true
 			continue
 		}
 		if !ok {
@@ -121,9 +127,13 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		L3:          len(raw) >= 12 && cfg.L2Len == 0,
 		Burst:       cfg.Burst,
 		noKeys:      p.opts.noKeys,
+		noRules:     p.opts.noRules,
 	}
 	if p.objs.Teids != nil {
 		p.opts.Keys = int(p.objs.Teids.MaxEntries())
+	}
+	if p.objs.Rules != nil {
+		p.opts.Rules = int(p.objs.Rules.MaxEntries())
 	}
 	return p, true, nil
 }

@@ -54,9 +54,22 @@ func TestPinOpenUnpin(t *testing.T) {
 	if st, err := q.Flow(1); err != nil || st.Packets != 1 || st.Bytes != 1000 {
 		t.Errorf("flow 1 through the pins: %+v, %v", st, err)
 	}
-	if !q.Current() || q.Options().Keys != opts.Keys || q.Options().L3 {
-		t.Errorf("current %v, options %+v; want the keys map of %d, Ethernet", q.Current(), q.Options(), opts.Keys)
+	if !q.Current() || q.Options().Keys != opts.Keys || q.Options().Rules != opts.Rules || q.Options().L3 {
+		t.Errorf("current %v, options %+v; want the keys map of %d, the rules map of %d, Ethernet", q.Current(), q.Options(), opts.Keys, opts.Rules)
 	}
+	// A program pinned without the SDF rule map (an older gtpqos) opens
+	// by mark and (TEID, QFI), for its backend to replace.
+	if err := pins.Remove(pinRules); err != nil {
+		t.Fatal(err)
+	}
+	noRules, ok, err := OpenPinned(pins)
+	if err != nil || !ok || noRules.Current() || noRules.Options().Keys != opts.Keys {
+		t.Fatalf("OpenPinned without the rules map: %v, %v, current %v", ok, err, noRules != nil && noRules.Current())
+	}
+	if err := noRules.SetRules(1, Rules{}); err == nil {
+		t.Error("rules were written to a program without the rules map")
+	}
+	noRules.Close()
 	// A program pinned without the (TEID, QFI) maps (an older gtpqos)
 	// opens by mark only, for its backend to replace.
 	if err := pins.Remove(pinTeids, pinFrags); err != nil {

@@ -12,7 +12,8 @@ import (
 
 const childEnv = "GTPQOS_EDT_CAPS_CHILD"
 
-// The pacer loads, takes a flow by mark and one by (TEID, QFI) and runs
+// The pacer loads, takes a flow by mark, one by (TEID, QFI) and one by SDF
+// rule and runs
 // with CAP_BPF and CAP_NET_ADMIN alone (the test binary re-runs itself
 // under setpriv with no other capability in its bounding set); with
 // either one missing, Load fails naming it.
@@ -73,6 +74,16 @@ func capsChild(t *testing.T) {
 	}
 	if st, err := p.Flow(2); err != nil || st.Packets != 2 {
 		t.Fatalf("flow by key: %+v, %v", st, err)
+	}
+	// Flows that share (TEID, QFI): found by the session's SDF rules.
+	if err := p.SetRules(100, sdfRules(t, map[uint32]uint32{3: 1}, sdfFlow(3, sdfDN, host))); err != nil {
+		t.Fatal(err)
+	}
+	if ret, _ := runCtx(t, p, newCtx(0, 0), gtpuPacket{teid: 100, qfi: 9, inner: innerIPv4(100, 17, sdfDN, sdfUE, 1, 2)}.build()); ret != actOK {
+		t.Fatalf("SDF verdict %d", ret)
+	}
+	if st, err := p.Flow(1); err != nil || st.Packets != 2 {
+		t.Fatalf("flow by SDF rule: %+v, %v", st, err)
 	}
 	t.Log("edt child: ok")
 }

@@ -51,7 +51,7 @@ func frame(user int) []byte {
 
 // small map sizes keep the tests' kernel memory low.
 func testOptions() LoadOptions {
-	return LoadOptions{Sessions: 1024, Flows: 1024, Marks: 1024, Keys: 1024, Overhead: testOverhead, echo: true}
+	return LoadOptions{Sessions: 1024, Flows: 1024, Marks: 1024, Keys: 1024, Rules: 1024, Overhead: testOverhead, echo: true}
 }
 
 // loadForTest loads a pacer or skips when the kernel will not let it.

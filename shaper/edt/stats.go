@@ -29,6 +29,9 @@ type Stats struct {
 	// GTPU counts packets found by their (TEID, QFI), no mark naming a
 	// flow; Frag the non-first fragments that followed their first.
 	GTPUPackets, FragPackets uint64
+	// SDF counts, of GTPUPackets, those an SDF rule of their session
+	// found.
+	SDFPackets uint64
 }
 
 // Stats reads the program's global counters.
@@ -36,6 +39,9 @@ func (p *Pacer) Stats() (Stats, error) {
 	var per []edtEdtStats
 	if p.opts.noKeys {
 		return p.statsByMark()
+	}
+	if p.opts.noRules {
+		return p.statsByKey()
 	}
 	if err := p.objs.Stats.Lookup(uint32(0), &per); err != nil {
 		return Stats{}, fmt.Errorf("edt: map stats: %w", err)
@@ -48,6 +54,27 @@ func (p *Pacer) Stats() (Stats, error) {
 		s.NoSessionPackets += c.NoSessionPkts
 		s.NotIPPackets += c.NotIpPkts
 		s.GTPUPackets += c.GtpuPkts
+		s.FragPackets += c.FragPkts
+		s.SDFPackets += c.SdfPkts
+	}
+	return s, nil
+}
+
+// statsByKey reads the counters of a program pinned by a gtpqos that
+// found unmarked flows by (TEID, QFI) only (seven counters a CPU).
+func (p *Pacer) statsByKey() (Stats, error) {
+	var per []struct{ UnknownPkts, UnknownBytes, StalePkts, NoSessionPkts, NotIPPkts, GTPUPkts, FragPkts uint64 }
+	if err := p.objs.Stats.Lookup(uint32(0), &per); err != nil {
+		return Stats{}, fmt.Errorf("edt: map stats: %w", err)
+	}
+	var s Stats
+	for _, c := range per {
+		s.UnknownPackets += c.UnknownPkts
+		s.UnknownBytes += c.UnknownBytes
+		s.StalePackets += c.StalePkts
+		s.NoSessionPackets += c.NoSessionPkts
+		s.NotIPPackets += c.NotIPPkts
+		s.GTPUPackets += c.GTPUPkts
 		s.FragPackets += c.FragPkts
 	}
 	return s, nil
@@ -78,7 +105,7 @@ func (p *Pacer) MapMemory() (map[string]uint64, error) {
 	for name, m := range map[string]*ebpf.Map{
 		edtMapSessions: p.objs.Sessions, edtMapFlows: p.objs.Flows, edtMapMarks: p.objs.Marks,
 		edtMapConfig: p.objs.Config, edtMapStats: p.objs.Stats,
-		edtMapTeids: p.objs.Teids, edtMapFrags: p.objs.Frags,
+		edtMapTeids: p.objs.Teids, edtMapFrags: p.objs.Frags, edtMapRules: p.objs.Rules,
 	} {
 		if m == nil {
 			continue

@@ -41,6 +41,11 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 		return rep, err
 	}
 	p := MakePlan(flows, pol)
+	if b.opt.Direction == shaper.Downlink && p.Classes != nil {
+		for _, n := range planRules(p, b.sdf) {
+			rep.Changes = append(rep.Changes, shaper.Change{Op: "sync", Object: "sdf", Detail: n})
+		}
+	}
 	rep.Problems, rep.Accounting, rep.Overhead = p.Problems, accounting(p.Overhead), p.Overhead
 	if bad, ok := shaper.FirstError(p.Problems); ok && (p.Classes == nil || opt.Strict) {
 		return rep, fmt.Errorf("dev %s: %w", b.dev, bad)

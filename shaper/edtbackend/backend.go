@@ -57,6 +57,9 @@ type Backend struct {
 	flows   map[shaper.FlowID]shaper.Flow
 	trusted bool
 	failed  bool
+	// sdf are the sessions' SDF rules (SetSDF), planned with every
+	// Apply's flows on a downlink device.
+	sdf []shaper.SessionRules
 }
 
 // Open returns the backend for dev, working through h (release frees it

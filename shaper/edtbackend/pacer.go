@@ -80,7 +80,7 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 	}
 	if pc == nil || !reusable(pc.Options(), pc.Current(), p, l3) {
 		n := max(p.Room, b.opt.Sessions)
-		o := edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Overhead: p.Overhead, L3: l3, Burst: edt.DefaultBurst}
+		o := edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Rules: n, Overhead: p.Overhead, L3: l3, Burst: edt.DefaultBurst}
 		if pc, err = edt.Load(o); err != nil {
 			return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 		}
@@ -96,12 +96,13 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 }
 
 // reusable says whether a program loaded with o (current: it finds flows
-// by (TEID, QFI) too) can pace p on a device with link layer l3.
+// by (TEID, QFI) and SDF rules too) can pace p on a device with link
+// layer l3.
 func reusable(o edt.LoadOptions, current bool, p *Plan, l3 bool) bool {
 	return current && o.Overhead == p.Overhead && o.L3 == l3 && o.Sessions >= p.Room && o.Burst == edt.DefaultBurst
 }
 
-// fits says whether p's sessions, flows, marks and (TEID, QFI) keys fit in maps of o's
+// fits says whether p's sessions, flows, marks, (TEID, QFI) keys and TEIDs with SDF rules fit in maps of o's
 // sizes, naming the first that does not and the knob that sizes them.
 func fits(p *Plan, o edt.LoadOptions) error {
 	marks, keys := 0, 0
@@ -111,7 +112,7 @@ func fits(p *Plan, o edt.LoadOptions) error {
 	for _, m := range []struct {
 		name       string
 		need, room int
-	}{{"sessions", len(p.Sessions), o.Sessions}, {"flows", len(p.Flows), o.Flows}, {"marks", marks, o.Marks}, {"teids", keys, o.Keys}} {
+	}{{"sessions", len(p.Sessions), o.Sessions}, {"flows", len(p.Flows), o.Flows}, {"marks", marks, o.Marks}, {"teids", keys, o.Keys}, {"rules", len(p.Rules), o.Rules}} {
 		if m.need > m.room {
 			return fmt.Errorf("edt: %d %s do not fit in the program's %s map (room for %d, sized for %d sessions): give the policy `edt: {sessions: N}` with room for them", m.need, m.name, m.name, m.room, o.Sessions)
 		}

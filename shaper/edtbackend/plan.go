@@ -73,7 +73,11 @@ type Plan struct {
 	Sessions map[uint32]uint64
 	// Room is the sessions the policy's `edt: {sessions: N}` asks the maps
 	// to hold (0: the backend's default).
-	Room     int
+	Room int
+	// Rules are the program's SDF rule table on a downlink device of
+	// stock gtp5g (planRules): TEID -> the session's rules, valued in
+	// the flows' ids; nil without rules.
+	Rules    map[uint32]edt.Rules
 	Problems []shaper.Problem
 }
 

@@ -100,6 +100,15 @@ func (b *Backend) syncMaps(pc *edt.Pacer, fresh bool, p *Plan, rep *shaper.Repor
 		rep.Writes++
 		rep.Changes = append(rep.Changes, flowChange(op(ok), f))
 	}
+	// The rules name flow ids: written once their flows are, changed
+	// before a flow they named goes.
+	haveRules, err := b.heldRules(pc, fresh)
+	if err != nil {
+		return err
+	}
+	if err := b.syncRules(pc, haveRules, p.Rules, rep); err != nil {
+		return err
+	}
 	for id, h := range haveFlows {
 		if want[id] {
 			continue

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/free5gc/gtpqos/shaper/bpf"
 )
 
 // EthernetHeaderLen is the link-layer header length in front of IPv4 on an
@@ -20,8 +22,8 @@ type Objects struct {
 	dl   table[gtpuFlowKey, uint32]
 	ul   table[gtpuFlowKey, uint32]
 	mc   table[uint32, uint32]
-	dlr  table[uint32, gtpuSdfRules]
-	ulr  table[uint32, gtpuSdfRules]
+	dlr  table[uint32, bpf.SDFRules]
+	ulr  table[uint32, bpf.SDFRules]
 	dflt uint32
 }
 
@@ -70,8 +72,8 @@ func Load(opts LoadOptions) (*Objects, error) {
 	o.dl = newTable[gtpuFlowKey, uint32](o.objs.DlClass, "dl_class")
 	o.ul = newTable[gtpuFlowKey, uint32](o.objs.UlMark, "ul_mark")
 	o.mc = newTable[uint32, uint32](o.objs.MarkClass, "mark_class")
-	o.dlr = newTable[uint32, gtpuSdfRules](o.objs.DlRules, "dl_rules")
-	o.ulr = newTable[uint32, gtpuSdfRules](o.objs.UlRules, "ul_rules")
+	o.dlr = newTable[uint32, bpf.SDFRules](o.objs.DlRules, "dl_rules")
+	o.ulr = newTable[uint32, bpf.SDFRules](o.objs.UlRules, "ul_rules")
 	return o, nil
 }
 

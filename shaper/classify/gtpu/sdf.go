@@ -1,12 +1,10 @@
 package gtpu
 
 import (
-	"cmp"
-	"encoding/binary"
-	"fmt"
 	"slices"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/bpf"
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
@@ -75,71 +73,14 @@ func (c *Classifier) syncRules(d shaper.Direction, res *classify.Result) error {
 	return err
 }
 
-// compileRules builds TEID -> rules for direction d. A rule's value is
-// its flow's (value(entry)), 0 when its flow has no entry here (the
-// default class; unmarked uplink). A TEID listed by two sessions keeps the
-// lower SEID's rules; one with more rules than the program walks is left
-// out: both are noted, and those TEIDs fall back to (TEID, QFI).
-func compileRules(all []shaper.SessionRules, d shaper.Direction, ents map[shaper.FlowID]classify.Entry, value func(classify.Entry) uint32) (map[uint32]gtpuSdfRules, []string) {
-	rules := slices.Clone(all)
-	slices.SortFunc(rules, func(a, b shaper.SessionRules) int {
-		return cmp.Or(cmp.Compare(a.TEID, b.TEID), cmp.Compare(a.SEID, b.SEID))
+// compileRules builds TEID -> rules for direction d (bpf.CompileSDF). A
+// rule's value is its flow's (value(entry)), 0 when its flow has no entry
+// here (the default class; unmarked uplink).
+func compileRules(all []shaper.SessionRules, d shaper.Direction, ents map[shaper.FlowID]classify.Entry, value func(classify.Entry) uint32) (map[uint32]bpf.SDFRules, []string) {
+	return bpf.CompileSDF(all, d, func(id shaper.FlowID) uint32 {
+		if e, ok := ents[id]; ok && id != (shaper.FlowID{}) {
+			return value(e)
+		}
+		return 0
 	})
-	out := map[uint32]gtpuSdfRules{}
-	owner := map[uint32]uint64{}
-	var notes []string
-	for _, sr := range rules {
-		if sr.Direction != d || sr.TEID == 0 {
-			continue
-		}
-		if o, dup := owner[sr.TEID]; dup {
-			notes = append(notes, fmt.Sprintf("%s TEID %d: sessions %d and %d both list it; session %d's SDF rules are used", d, sr.TEID, o, sr.SEID, o))
-			continue
-		}
-		v, err := bpfRules(sr.Rules, d, func(id shaper.FlowID) uint32 {
-			if e, ok := ents[id]; ok && id != (shaper.FlowID{}) {
-				return value(e)
-			}
-			return 0
-		})
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("%s TEID %d (session %d): %v; classified by (TEID, QFI)", d, sr.TEID, sr.SEID, err))
-			continue
-		}
-		owner[sr.TEID] = sr.SEID
-		out[sr.TEID] = v
-	}
-	return out, notes
-}
-
-// bpfRules lays rules out as the program reads them.
-func bpfRules(rs []shaper.SDFRule, d shaper.Direction, value func(shaper.FlowID) uint32) (gtpuSdfRules, error) {
-	var out gtpuSdfRules
-	if len(rs) > len(out.R) {
-		return out, fmt.Errorf("%d SDF rules, the classifier matches at most %d", len(rs), len(out.R))
-	}
-	for i, r := range rs {
-		b := &out.R[i]
-		if len(r.SrcPorts) > len(b.Sport) || len(r.DstPorts) > len(b.Dport) {
-			return out, fmt.Errorf("PDR %d: more than %d port ranges", r.PDR, len(b.Sport))
-		}
-		// Addresses keep their wire byte order in memory, as the program
-		// compares them.
-		b.Src, b.Smask = binary.NativeEndian.Uint32(r.Src[:]), binary.NativeEndian.Uint32(r.SrcMask[:])
-		b.Dst, b.Dmask = binary.NativeEndian.Uint32(r.Dst[:]), binary.NativeEndian.Uint32(r.DstMask[:])
-		b.Ue = binary.NativeEndian.Uint32(r.UE[:])
-		b.Value, b.Proto = value(r.Flow), r.Proto
-		if d == shaper.Uplink {
-			b.UeIsSrc = 1
-		}
-		b.Nsport, b.Ndport = uint8(len(r.SrcPorts)), uint8(len(r.DstPorts))
-		for j, p := range r.SrcPorts {
-			b.Sport[j].Lo, b.Sport[j].Hi = p.Lo, p.Hi
-		}
-		for j, p := range r.DstPorts {
-			b.Dport[j].Lo, b.Dport[j].Hi = p.Lo, p.Hi
-		}
-	}
-	out.N = uint32(len(rs))
-	return out, nil
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/bpf"
 	"github.com/free5gc/gtpqos/shaper/classify"
 )
 
@@ -297,5 +299,23 @@ func TestSDFLimits(t *testing.T) {
 		if ret != actOK || out.priority() != s.prio {
 			t.Errorf("%s: verdict %#x priority %#x, want OK %#x", s.name, ret, out.priority(), s.prio)
 		}
+	}
+}
+
+// The shared Go layout of a TEID's rules (package shaper/bpf) is the one
+// the program's BTF gives its rule maps.
+func TestSharedRuleLayout(t *testing.T) {
+	spec, err := loadGtpu()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := binary.Size(bpf.SDFRules{})
+	for _, m := range []string{gtpuMapDlRules, gtpuMapUlRules} {
+		if got := int(spec.Maps[m].ValueSize); got != want {
+			t.Errorf("map %s: value %d bytes, bpf.SDFRules %d", m, got, want)
+		}
+	}
+	if got := int(unsafe.Sizeof(gtpuSdfRules{})); got != want {
+		t.Errorf("generated sdf_rules %d bytes, bpf.SDFRules %d", got, want)
 	}
 }

@@ -9,8 +9,11 @@
 //     case), else through marks (mark -> flow id) and flows; a
 //     packet whose mark names no flow (stock gtp5g marks nothing) is
 //     parsed as GTP-U (shaper/bpf/gtpu_parse.h, the gtpu classifier's
-//     parser) and found by its (TEID, QFI) through teids (-> flow id), a
-//     non-first fragment by its first fragment's flow (frags);
+//     parser) and found, as the gtpu classifier finds its class, by the
+//     first of its session's SDF rules (rules: TEID -> rules valued in
+//     flow ids; shaper/bpf/sdf_match.h) its inner packet matches, else by
+//     its (TEID, QFI) through teids (-> flow id); a non-first fragment by
+//     its first fragment's flow (frags);
 //   - computes the departure time t from the flow's MBR clock and, for a
 //     non-GBR flow, its session's AMBR clock: t = max(now, clocks). Each
 //     clock is a token bucket's (GCRA): it may lag now by the time its
@@ -56,10 +59,10 @@
 #include <bpf/bpf_helpers.h>
 
 #include "gtpu_parse.h"
+#include "sdf_match.h"
 
 #define MARK_MASK 0x00FFFFFF
 #define NSEC_PER_SEC 1000000000ULL
-#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
 
 // Bytes of skb->len that are not the user's packet. Set by the loader.
 volatile const __u32 overhead = 0;
@@ -123,6 +126,7 @@ struct edt_stats {
 	__u64 not_ip_pkts;     // paced by a plain tstamp write (not IP)
 	__u64 gtpu_pkts;       // found by (TEID, QFI), no mark naming a flow
 	__u64 frag_pkts;       // non-first fragments that followed their first
+	__u64 sdf_pkts;        // of gtpu_pkts, found by an SDF rule
 };
 
 struct {
@@ -143,7 +147,18 @@ struct {
 	__type(value, __u32);
 } teids SEC(".maps");
 
-// The outer datagram of a first fragment found by (TEID, QFI) -> its
+// TEID -> the SDF rules of the session whose downlink packets carry it, in
+// gtp5g's order (sdf_match.h), each rule's value a flow id (0: none, the
+// default class). A TEID without an entry is found by (TEID, QFI) alone.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); // set by the loader
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct sdf_rules);
+} rules SEC(".maps");
+
+// The outer datagram of a first fragment found by its GTP-U header -> its
 // flow id, for the fragments after it (they carry no GTP-U header).
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -181,6 +196,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct edt_stats);
 } stats SEC(".maps");
+
+// sdf_id[0], per CPU: the flow id an SDF rule found for the packet at
+// hand (by_sdf).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sdf_id SEC(".maps");
 
 // tx_ns is the time len bytes take at bps bit/s (0 without a rate).
 // An skb is at most a few hundred KiB (BIG TCP GSO: 512 KiB), so len * 8e9
@@ -225,30 +249,63 @@ static __always_inline void count(__u32 what)
 		st->not_ip_pkts++;
 	else if (what == 2)
 		st->gtpu_pkts++;
-	else
+	else if (what == 3)
 		st->frag_pkts++;
+	else
+		st->sdf_pkts++;
 }
 
-// by_gtpu finds an unmarked packet's flow id from its GTP-U header:
-// (TEID, QFI) through teids; a first fragment leaves its flow for the
-// fragments after it, which take it from frags. NULL: no flow.
+// by_sdf finds the flow of a GTP-U packet from its session's SDF rules
+// (keyed by TEID alone, so whatever QFI the wire carries), as gtp5g finds
+// its PDR: the first rule the inner packet matches decides. *matched says
+// whether one did; the flow id is returned in the CPU's sdf_id slot, NULL
+// for a rule of no flow (id 0: the default class). The slot, a map value,
+// stands for the id rather than a stack variable: the verifier lets a
+// loader without CAP_PERFMON test a pointer to a map value for NULL, not
+// one to the stack, and the id is then the flows map's key.
+static __always_inline __u32 *by_sdf(struct __sk_buff *skb, struct flow_key *key, struct pkt *pk, int *matched)
+{
+	struct sdf_rules *rs = bpf_map_lookup_elem(&rules, &key->teid);
+	__u32 v = 0;
+
+	*matched = 0;
+	if (!rs || !match_sdf(skb, pk, rs, &v))
+		return NULL;
+	*matched = 1;
+	count(4);
+	__u32 *slot = bpf_map_lookup_elem(&sdf_id, &zero);
+	if (!slot || v == 0)
+		return NULL;
+	*slot = v;
+	return slot;
+}
+
+// by_gtpu finds an unmarked packet's flow id from its GTP-U header: the
+// session's SDF rules (by_sdf), then (TEID, QFI) through teids; a first
+// fragment leaves its flow for the fragments after it, which take it from
+// frags. NULL: no flow.
 static __always_inline __u32 *by_gtpu(struct __sk_buff *skb)
 {
 	struct flow_key key = {};
 	struct pkt pk = {};
 	int r = gtpu_parse(skb, l2_len, &key, &pk);
+	int matched = 0;
+	__u32 *id;
 
 	if (r == PARSE_NOT_GTP) {
 		if (!pk.later_frag)
 			return NULL;
-		__u32 *id = bpf_map_lookup_elem(&frags, &pk.frag);
+		id = bpf_map_lookup_elem(&frags, &pk.frag);
 		if (id)
 			count(3);
 		return id;
 	}
-	if (r != PARSE_GTP_QFI)
-		return NULL;
-	__u32 *id = bpf_map_lookup_elem(&teids, &key);
+	id = by_sdf(skb, &key, &pk, &matched);
+	if (!matched) {
+		if (r != PARSE_GTP_QFI)
+			return NULL;
+		id = bpf_map_lookup_elem(&teids, &key);
+	}
 	if (!id)
 		return NULL;
 	count(2);

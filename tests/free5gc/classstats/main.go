@@ -7,7 +7,9 @@
 // frame) and, in a frame of its own (EDTMONO), the edt program's per-flow
 // counters from the device's pinned maps (user IP bytes each flow's
 // packets passed the program with, those of them metered into the
-// guaranteed class, and the horizon drops), then its sessions' AMBRs.
+// guaranteed class, and the horizon drops), then its sessions' AMBRs and
+// its global counters (packets no flow claimed, found by GTP-U header, of
+// those by SDF rule) with the TEIDs its SDF rule map holds.
 // Usage: classstats -dev n3w [-edt]
 package main
 
@@ -86,6 +88,8 @@ func run(dev string, withEDT bool) error {
 	// so a scheduler's delay in the dumps above does not blur them.
 	var flows map[uint32]edt.FlowInfo
 	var sessions map[uint32]uint64
+	var stats edt.Stats
+	var rules map[uint32]edt.Rules
 	var edtBefore, edtAfter float64
 	if pc != nil {
 		if edtBefore, err = now(); err != nil {
@@ -98,6 +102,12 @@ func run(dev string, withEDT bool) error {
 			return err
 		}
 		if sessions, err = pc.ReadSessions(); err != nil {
+			return err
+		}
+		if stats, err = pc.Stats(); err != nil {
+			return err
+		}
+		if rules, err = pc.ReadRules(); err != nil {
 			return err
 		}
 	}
@@ -126,6 +136,9 @@ func run(dev string, withEDT bool) error {
 	}
 	for _, id := range slices.Sorted(maps.Keys(sessions)) {
 		fmt.Printf("session %d ambr %d\n", id, sessions[id])
+	}
+	if pc != nil {
+		fmt.Printf("program unknown %d gtpu %d sdf %d rules %d\n", stats.UnknownPackets, stats.GTPUPackets, stats.SDFPackets, len(rules))
 	}
 	return nil
 }
