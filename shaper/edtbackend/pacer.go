@@ -80,7 +80,8 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 	}
 	if pc == nil || !reusable(pc.Options(), pc.Current(), p, l3) {
 		n := max(p.Room, b.opt.Sessions)
-		o := edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Overhead: p.Overhead, L3: l3, Burst: edt.DefaultBurst}
+		o := edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Overhead: p.Overhead, L3: l3,
+			Burst: edt.DefaultBurst, FlowAhead: edt.DefaultFlowAhead}
 		if pc, err = edt.Load(o); err != nil {
 			return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 		}
@@ -98,7 +99,8 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 // reusable says whether a program loaded with o (current: it finds flows
 // by (TEID, QFI) too) can pace p on a device with link layer l3.
 func reusable(o edt.LoadOptions, current bool, p *Plan, l3 bool) bool {
-	return current && o.Overhead == p.Overhead && o.L3 == l3 && o.Sessions >= p.Room && o.Burst == edt.DefaultBurst
+	return current && o.Overhead == p.Overhead && o.L3 == l3 && o.Sessions >= p.Room &&
+		o.Burst == edt.DefaultBurst && o.FlowAhead == edt.DefaultFlowAhead
 }
 
 // fits says whether p's sessions, flows, marks and (TEID, QFI) keys fit in maps of o's
