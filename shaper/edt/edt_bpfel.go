@@ -19,6 +19,7 @@ type edtEdtConfig struct {
 	Overhead     uint32
 	L2Len        uint32
 	Burst        uint32
+	FlowAhead    uint32
 }
 
 type edtEdtStats struct {

@@ -23,6 +23,11 @@ const DefaultGBRBurst = 32 << 10
 // greedy flow never has credit: over any window its rate is its MBR.
 const DefaultBurst = 32 << 10
 
+// DefaultFlowAhead is LoadOptions.FlowAhead for leaves that keep fq's
+// default flow_limit (100): 96, a few under it for packets whose time has
+// come but that HTB has not dequeued yet.
+const DefaultFlowAhead = 96
+
 // Key is a GTP-U packet's (TEID, QFI): how the program finds the flow of
 // a packet that carries no mark (stock gtp5g), from its outer GTP-U header
 // and PDU Session Container.

@@ -51,6 +51,12 @@ type LoadOptions struct {
 	// its rate may then send this much at once (0: none, pure pacing).
 	// The backend gives DefaultBurst.
 	Burst uint32
+	// FlowAhead bounds how many of a flow's packets bound for the non-GBR
+	// class may be scheduled ahead (0: none but the budget): fq's
+	// flow_limit of the leaf they wait in, less a few, so that fq never
+	// drops a packet the clocks were charged for. The backend gives
+	// DefaultFlowAhead.
+	FlowAhead uint32
 
 	// noKeys: the program was pinned by a gtpqos without the (TEID,
 	// QFI) map; it finds flows by mark only.
@@ -171,7 +177,7 @@ func (p *Pacer) Options() LoadOptions { return p.opts }
 // SetDefaultClass sets the class id (major<<16 | minor) that packets no
 // flow claims get as skb->priority; 0 leaves skb->priority alone.
 func (p *Pacer) SetDefaultClass(classID uint32) error {
-	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead, L2Len: p.opts.l2Len(), Burst: p.opts.Burst}); err != nil {
+	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead, L2Len: p.opts.l2Len(), Burst: p.opts.Burst, FlowAhead: p.opts.FlowAhead}); err != nil {
 		return fmt.Errorf("edt: map config: set default class %#x: %w", classID, err)
 	}
 	return nil

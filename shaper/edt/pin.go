@@ -118,6 +118,9 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 	if len(raw) >= 16 {
 		cfg.Burst = binary.NativeEndian.Uint32(raw[12:])
 	}
+	if len(raw) >= 20 {
+		cfg.FlowAhead = binary.NativeEndian.Uint32(raw[16:])
+	}
 	p.opts = LoadOptions{
 		Sessions:    int(p.objs.Sessions.MaxEntries()),
 		Flows:       int(p.objs.Flows.MaxEntries()),
@@ -126,6 +129,7 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		Overhead:    cfg.Overhead,
 		L3:          len(raw) >= 12 && cfg.L2Len == 0,
 		Burst:       cfg.Burst,
+		FlowAhead:   cfg.FlowAhead,
 		noKeys:      p.opts.noKeys,
 		noRules:     p.opts.noRules,
 	}

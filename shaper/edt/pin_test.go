@@ -30,7 +30,7 @@ func TestPinOpenUnpin(t *testing.T) {
 		t.Fatalf("OpenPinned with no pins: %v, %v", ok, err)
 	}
 	opts := testOptions()
-	opts.Sessions, opts.Burst = 77, 4000
+	opts.Sessions, opts.Burst, opts.FlowAhead = 77, 4000, 50
 	p := loadForTest(t, opts)
 	if err := p.AddFlow(1, FlowSpec{Marks: []uint32{1}, MBR: 1e6, DelayBudget: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -45,8 +45,8 @@ func TestPinOpenUnpin(t *testing.T) {
 		t.Fatalf("OpenPinned: %v, %v", ok, err)
 	}
 	defer q.Close()
-	if o := q.Options(); o.Sessions != 77 || o.Flows != opts.Flows || o.Preallocate || o.Overhead != testOverhead || o.Burst != 4000 {
-		t.Errorf("options read back %+v, want sessions 77, flows %d, no prealloc, overhead %d, burst 4000", o, opts.Flows, testOverhead)
+	if o := q.Options(); o.Sessions != 77 || o.Flows != opts.Flows || o.Preallocate || o.Overhead != testOverhead || o.Burst != 4000 || o.FlowAhead != 50 {
+		t.Errorf("options read back %+v, want sessions 77, flows %d, no prealloc, overhead %d, burst 4000, 50 ahead", o, opts.Flows, testOverhead)
 	}
 	if _, out := runCtx(t, q, newCtx(1, 0), frame(1000)); out.cb(1) != 1 {
 		t.Errorf("pinned program did not find flow 1 (cb %d)", out.cb(1))

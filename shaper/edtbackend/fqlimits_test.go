@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/free5gc/gtpqos/shaper"
+	"github.com/free5gc/gtpqos/shaper/edt"
 )
 
 // The guaranteed class's fq leaf holds a whole horizon (the policy's
@@ -44,5 +45,24 @@ func TestGuaranteedLeafHoldsTheHorizon(t *testing.T) {
 	}
 	if out := p.TCCommands("eth1"); !strings.Contains(out, "parent 6765:10 handle 10: fq orphan_mask 4294967295 limit 10000 flow_limit 1953") {
 		t.Errorf("render lacks the guaranteed leaf's limits:\n%s", out)
+	}
+}
+
+// The program keeps at most edt.DefaultFlowAhead of a flow's packets
+// scheduled ahead for the non-GBR class, so that class's leaf, which
+// keeps fq's default flow_limit, never drops a packet the clocks were
+// charged for.
+func TestNonGBRLeafHoldsWhatThePacerSchedules(t *testing.T) {
+	for _, c := range tree(shaper.DefaultPolicy(30e6), 0, 58) {
+		if c.Minor != MinorNonGBR {
+			continue
+		}
+		limit := c.FqFlowLimit
+		if limit == 0 {
+			limit = fqDefaultFlowLimit
+		}
+		if limit <= edt.DefaultFlowAhead {
+			t.Errorf("non-GBR leaf flow_limit %d, the pacer schedules up to %d of a flow ahead", limit, edt.DefaultFlowAhead)
+		}
 	}
 }

@@ -46,19 +46,21 @@ func TestFitsNamesTheFullMap(t *testing.T) {
 }
 
 // A pinned program is adopted only when it paces as this gtpqos would: an
-// older one (no idle credit, or flows by mark only), one for another
+// older one (no idle credit, no bound on packets ahead, or flows by mark
+// only), one for another
 // overhead or link layer, or one with less room is replaced.
 func TestReusablePinnedProgram(t *testing.T) {
 	p := &Plan{Overhead: 58, Room: 100}
-	good := edt.LoadOptions{Sessions: 100, Overhead: 58, Burst: edt.DefaultBurst}
+	good := edt.LoadOptions{Sessions: 100, Overhead: 58, Burst: edt.DefaultBurst, FlowAhead: edt.DefaultFlowAhead}
 	if !reusable(good, true, p, false) {
 		t.Fatalf("a program loaded as this gtpqos loads it (%+v) is not reused", good)
 	}
 	for name, o := range map[string]edt.LoadOptions{
-		"no idle credit":  {Sessions: 100, Overhead: 58},
-		"other overhead":  {Sessions: 100, Overhead: 14, Burst: edt.DefaultBurst},
-		"less room":       {Sessions: 99, Overhead: 58, Burst: edt.DefaultBurst},
-		"other L2 (none)": {Sessions: 100, Overhead: 58, Burst: edt.DefaultBurst, L3: true},
+		"no idle credit":  {Sessions: 100, Overhead: 58, FlowAhead: edt.DefaultFlowAhead},
+		"no ahead bound":  {Sessions: 100, Overhead: 58, Burst: edt.DefaultBurst},
+		"other overhead":  {Sessions: 100, Overhead: 14, Burst: edt.DefaultBurst, FlowAhead: edt.DefaultFlowAhead},
+		"less room":       {Sessions: 99, Overhead: 58, Burst: edt.DefaultBurst, FlowAhead: edt.DefaultFlowAhead},
+		"other L2 (none)": {Sessions: 100, Overhead: 58, Burst: edt.DefaultBurst, FlowAhead: edt.DefaultFlowAhead, L3: true},
 	} {
 		if reusable(o, true, p, false) {
 			t.Errorf("%s: %+v reused", name, o)

@@ -80,7 +80,8 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 	}
 	if pc == nil || !reusable(pc.Options(), pc.Current(), p, l3) {
 		n := max(p.Room, b.opt.Sessions)
-		o := edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Rules: n, Overhead: p.Overhead, L3: l3, Burst: edt.DefaultBurst}
+		o := edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Rules: n, Overhead: p.Overhead, L3: l3,
+			Burst: edt.DefaultBurst, FlowAhead: edt.DefaultFlowAhead}
 		if pc, err = edt.Load(o); err != nil {
 			return nil, false, fmt.Errorf("dev %s: %w", b.dev, err)
 		}
@@ -99,7 +100,8 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 // by (TEID, QFI) and SDF rules too) can pace p on a device with link
 // layer l3.
 func reusable(o edt.LoadOptions, current bool, p *Plan, l3 bool) bool {
-	return current && o.Overhead == p.Overhead && o.L3 == l3 && o.Sessions >= p.Room && o.Burst == edt.DefaultBurst
+	return current && o.Overhead == p.Overhead && o.L3 == l3 && o.Sessions >= p.Room &&
+		o.Burst == edt.DefaultBurst && o.FlowAhead == edt.DefaultFlowAhead
 }
 
 // fits says whether p's sessions, flows, marks, (TEID, QFI) keys and TEIDs with SDF rules fit in maps of o's

@@ -22,7 +22,11 @@
 //     below its rate may send that burst at once, as an HTB class may; a
 //     greedy one never lags and is paced exactly;
 //   - drops the packet (TC_ACT_SHOT) when t lies beyond now + the flow's
-//     delay budget, rather than queueing it for seconds;
+//     delay budget, rather than queueing it for seconds; a packet bound
+//     for the non-GBR class also when the flow would have more packets
+//     scheduled ahead than that class's fq leaf keeps for one flow
+//     (config.flow_ahead): fq would drop them after the clocks were
+//     charged, and the flow would fall below its MBR;
 //   - meters a GBR flow with a second clock at the GBR: a packet within
 //     the GBR goes to the guaranteed shared class, the rest (up to MBR) to
 //     the flow's non-GBR class. Both leave at t: one clock orders a flow's
@@ -115,6 +119,7 @@ struct edt_config {
 	__u32 overhead;      // the loader's `overhead`, for a process that opens the pins
 	__u32 l2_len;        // the loader's `l2_len`, likewise
 	__u32 burst;         // idle credit of every MBR and AMBR clock, bytes (0: none)
+	__u32 flow_ahead;    // most packets of a flow scheduled ahead in the non-GBR leaf (0: no bound)
 };
 
 // stats[0], per CPU: packets no flow claims.
@@ -336,7 +341,24 @@ static __always_inline __u64 charge(__u64 clock, __u64 dep, __u64 burst, __u64 d
 struct cost {
 	__u64 d_mbr, d_gbr, d_ambr;
 	__u64 b_mbr, b_ambr;
+	__u64 ahead; // config.flow_ahead
 };
+
+// excess_horizon is how far ahead a packet bound for the non-GBR class's
+// leaf may leave: its budget, or less when c->ahead packets of the flow
+// (the leaf's fq flow_limit, less a few for packets due but not yet
+// dequeued) would span less time. Consecutive packets of a flow leave at
+// least the larger of their MBR and AMBR times apart, so at most ahead of
+// them lie within ahead such times (exact for a flow of one packet size,
+// as a flow held at its MBR mostly is). The guaranteed class's leaf holds
+// a whole horizon and needs no such bound.
+static __always_inline __u64 excess_horizon(__u64 budget, const struct cost *c)
+{
+	__u64 gap = c->d_mbr > c->d_ambr ? c->d_mbr : c->d_ambr;
+	__u64 span = gap * c->ahead;
+
+	return span && span < budget ? span : budget;
+}
 
 // advance is one packet's arithmetic on its flow's clocks (and its session's,
 // when s is not NULL), with the lock that guards them held by the caller.
@@ -345,20 +367,24 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 				   const struct cost *c, __u64 *t)
 {
 	__u64 dep = now;
+	__u64 horizon = f->budget_ns;
 	int verdict = PASS_EXCESS;
 
 	if (f->mbr_clock > dep)
 		dep = f->mbr_clock;
 	if (s && s->clock > dep)
 		dep = s->clock;
-	if (dep - now > f->budget_ns)
+	if (f->gbr_bps && f->gbr_clock <= dep + f->gbr_burst_ns)
+		verdict = PASS_GBR;
+	else
+		horizon = excess_horizon(horizon, c);
+	if (dep - now > horizon)
 		return DROP; // counted by the caller
 
 	f->mbr_clock = charge(f->mbr_clock, dep, c->b_mbr, c->d_mbr);
 	if (s)
 		s->clock = charge(s->clock, dep, c->b_ambr, c->d_ambr);
-	if (f->gbr_bps && f->gbr_clock <= dep + f->gbr_burst_ns) {
-		verdict = PASS_GBR;
+	if (verdict == PASS_GBR) {
 		f->gbr_clock = (f->gbr_clock > dep ? f->gbr_clock : dep) + c->d_gbr;
 		f->gbr_pkts++;
 		f->gbr_bytes += len;
@@ -407,11 +433,13 @@ int edt_egress(struct __sk_buff *skb)
 	__u64 now = bpf_ktime_get_ns();
 	struct edt_config *cfg = bpf_map_lookup_elem(&config, &zero);
 	__u64 burst = cfg ? READ_ONCE(cfg->burst) : 0;
+	__u64 ahead = cfg ? READ_ONCE(cfg->flow_ahead) : 0;
 	__u64 mbr = READ_ONCE(f->mbr_bps);
 	struct cost c = {
 		.d_mbr = tx_ns(len, mbr),
 		.d_gbr = tx_ns(len, READ_ONCE(f->gbr_bps)),
 		.b_mbr = tx_ns(burst, mbr),
+		.ahead = ahead,
 	};
 	__u64 t = now;
 	int verdict;
