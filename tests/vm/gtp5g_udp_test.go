@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"encoding/binary"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -12,10 +13,13 @@ import (
 // UDP endpoints of the real-gtp5g scenarios, opened inside the lab's
 // namespaces (gtp5gtest.NS), counting what arrives.
 
-// udpCounter counts datagrams arriving on one UDP socket.
+// udpCounter counts datagrams arriving on one UDP socket; with seqs set,
+// it also records each datagram's sequence number (its first 8 bytes,
+// big-endian, as paceSeq writes them).
 type udpCounter struct {
 	conn *net.UDPConn
 	n    atomic.Int64
+	seqs atomic.Pointer[seqSet]
 }
 
 // listenUDP opens a counting UDP receiver on addr inside the namespace.
@@ -36,8 +40,12 @@ func listenUDP(t *testing.T, r gtp5gtest.NS, addr string) *udpCounter {
 	go func() {
 		buf := make([]byte, 2048)
 		for {
-			if _, _, err := c.conn.ReadFromUDP(buf); err != nil {
+			n, _, err := c.conn.ReadFromUDP(buf)
+			if err != nil {
 				return
+			}
+			if ss := c.seqs.Load(); ss != nil && n >= 8 {
+				ss.add(binary.BigEndian.Uint64(buf))
 			}
 			c.n.Add(1)
 		}
