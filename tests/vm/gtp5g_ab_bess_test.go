@@ -61,17 +61,15 @@ const bessMBR = ab.MBRScenarioMBR / 1e6 * abScale
 // bessOffer is each flow's offered rate as a multiple of its MBR.
 var bessOffer = map[string]float64{"A": 2, "B": 0.99}
 
-// bessBudget is the MBR cases' delay budget. A flow's packets wait up to
-// it in either backend's queue, so it must outlast the guest's stalls
-// (TCG: up to 200 ms seen) or B, offered 0.99 × its MBR, loses the
-// backlog a stall leaves; and under edt a non-GBR flow backlogged at its
-// MBR has a whole budget of packets scheduled ahead in the non-GBR fq
-// leaf, which keeps fq's own limit of 100 packets per flow
-// (docs/design.md, "GBR inside the shared classes"): A's 200 ms at
-// bessMBR are 76 of its 1228-byte packets. At the 500 ms of
-// abRateBudget they are 191, fq drops the excess after the program has
-// charged it to A's MBR clock, and A arrives at 100/191 of its MBR.
-const bessBudget = "  delay_budget: 200ms\n"
+// bessBudget is the MBR cases' delay budget, the lab's for rate
+// experiments (abRateBudget, 500 ms). A flow's packets wait up to it in
+// either backend's queue, so it must outlast the guest's stalls (TCG: up
+// to 200 ms seen) or B, offered 0.99 × its MBR, loses the backlog a stall
+// leaves. Under edt a non-GBR flow backlogged at its MBR would have a
+// whole budget of packets scheduled ahead in the non-GBR fq leaf, 191 of
+// A's at 500 ms, where fq keeps 100 of a flow: the program keeps no more
+// than edt.DefaultFlowAhead of them ahead, so A loses its excess only.
+const bessBudget = abRateBudget
 
 // bessArmYAML is the arm of the MBR cases: A and B non-GBR flows of
 // session 1 with MBR bessMBR each, on a link of 4 × bessMBR, with
