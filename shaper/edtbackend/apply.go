@@ -30,6 +30,8 @@ func (b *Backend) Apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 
 func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Policy, opt shaper.ApplyOptions) (shaper.Report, error) {
 	rep := shaper.Report{Dev: b.dev, Backend: Name}
+	given := pol
+	b.inc = nil // until this apply succeeds
 	if b.conn == nil {
 		return rep, errClosed
 	}
@@ -68,6 +70,7 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	for _, f := range flows {
 		b.flows[f.ID] = f
 	}
+	b.inc = b.newIncremental(p, flows, given, pol)
 	b.finish(p, &rep, opt)
 	return rep, nil
 }
@@ -214,6 +217,12 @@ func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow,
 	if b.last == nil || b.failed {
 		return shaper.Report{Dev: b.dev, Backend: Name}, fmt.Errorf("dev %s: %w", b.dev, shaper.ErrFullApplyNeeded)
 	}
+	if rep, ok, err := b.updateFast(sessions, pol); ok {
+		if err != nil {
+			b.failed, b.inc = true, nil
+		}
+		return touchedOnly(rep), err
+	}
 	all := maps.Clone(b.flows)
 	for id := range b.flows {
 		if _, ok := sessions[id.SEID]; ok {
@@ -230,10 +239,15 @@ func (b *Backend) Update(ctx context.Context, sessions map[uint64][]shaper.Flow,
 	if err != nil && !errors.Is(err, context.Canceled) {
 		b.failed = true
 	}
+	return touchedOnly(rep), err
+}
+
+// touchedOnly keeps the report's classes an Update changed.
+func touchedOnly(rep shaper.Report) shaper.Report {
 	touched := map[string]bool{}
 	for _, c := range rep.Changes {
 		touched[c.Class] = true
 	}
 	rep.Classes = slices.DeleteFunc(rep.Classes, func(c shaper.ClassState) bool { return !touched[c.Handle] })
-	return rep, err
+	return rep
 }

@@ -60,6 +60,9 @@ type Backend struct {
 	// sdf are the sessions' SDF rules (SetSDF), planned with every
 	// Apply's flows on a downlink device.
 	sdf []shaper.SessionRules
+	// inc lets Update plan only the sessions it is given (update.go);
+	// nil: Update plans every flow.
+	inc *incremental
 }
 
 // Open returns the backend for dev, working through h (release frees it

@@ -111,13 +111,28 @@ func fits(p *Plan, o edt.LoadOptions) error {
 	for _, f := range p.Flows {
 		marks, keys = marks+len(f.Spec.Marks), keys+len(f.Spec.Keys)
 	}
+	if err := fitCounts(len(p.Sessions), len(p.Flows), marks, keys, o); err != nil {
+		return err
+	}
+	return fitOne("rules", len(p.Rules), o.Rules, o)
+}
+
+// fitCounts is fits for sessions, flows, marks and keys counted.
+func fitCounts(sessions, flows, marks, keys int, o edt.LoadOptions) error {
 	for _, m := range []struct {
 		name       string
 		need, room int
-	}{{"sessions", len(p.Sessions), o.Sessions}, {"flows", len(p.Flows), o.Flows}, {"marks", marks, o.Marks}, {"teids", keys, o.Keys}, {"rules", len(p.Rules), o.Rules}} {
-		if m.need > m.room {
-			return fmt.Errorf("edt: %d %s do not fit in the program's %s map (room for %d, sized for %d sessions): give the policy `edt: {sessions: N}` with room for them", m.need, m.name, m.name, m.room, o.Sessions)
+	}{{"sessions", sessions, o.Sessions}, {"flows", flows, o.Flows}, {"marks", marks, o.Marks}, {"teids", keys, o.Keys}} {
+		if err := fitOne(m.name, m.need, m.room, o); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+func fitOne(name string, need, room int, o edt.LoadOptions) error {
+	if need > room {
+		return fmt.Errorf("edt: %d %s do not fit in the program's %s map (room for %d, sized for %d sessions): give the policy `edt: {sessions: N}` with room for them", need, name, name, room, o.Sessions)
 	}
 	return nil
 }

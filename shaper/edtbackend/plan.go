@@ -100,30 +100,46 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 	var gbrSum uint64
 	ids := keyedIDs(ad.Flows)
 	for i, f := range ad.Flows {
-		_, mbr := pol.FlowRates(f, 0)
-		// The horizon is the flow's delay budget: a packet that would leave
-		// later is dropped, which bounds the queue a sender above its MBR
-		// builds.
-		s := edt.FlowSpec{MBR: mbr, DelayBudget: pol.BudgetOf(f.QFI), Class: ClassID(MinorNonGBR)}
 		id := f.Mark
-		if f.Mark != 0 {
-			s.Marks = []uint32{f.Mark}
-		} else {
-			s.Keys, id = []edt.Key{{TEID: f.TEID, QFI: f.QFI}}, ids[f.ID]
+		if f.Mark == 0 {
+			id = ids[f.ID]
 		}
-		if pol.Mode == shaper.Aware && f.GBR > 0 {
-			s.GBR, s.GBRClass = f.GBR, ClassID(MinorGuaranteed)
-			gbrSum += f.GBR
-		}
+		var ambr uint64
 		if si := ad.SessionOf[i]; si >= 0 {
-			sess := ad.Sessions[si]
-			s.Session = uint32(sess.SEID)
-			p.Sessions[s.Session] = sess.AMBR
+			ambr = ad.Sessions[si].AMBR
 		}
-		p.Flows = append(p.Flows, PlannedFlow{ID: id, Flow: f, Spec: s})
+		pf := planFlow(pol, f, id, ambr)
+		if pf.Spec.Session != 0 {
+			p.Sessions[pf.Spec.Session] = ambr
+		}
+		gbrSum += pf.Spec.GBR
+		p.Flows = append(p.Flows, pf)
 	}
 	p.Classes = tree(pol, gbrSum, p.Overhead)
 	return p
+}
+
+// planFlow is an admitted flow's map entry under id (its mark, or for an
+// unmarked flow its keyedIDs id): ambr is its session's AMBR when the
+// flow is under it (a non-GBR flow of a session with one), else 0.
+func planFlow(pol shaper.Policy, f shaper.Flow, id uint32, ambr uint64) PlannedFlow {
+	_, mbr := pol.FlowRates(f, 0)
+	// The horizon is the flow's delay budget: a packet that would leave
+	// later is dropped, which bounds the queue a sender above its MBR
+	// builds.
+	s := edt.FlowSpec{MBR: mbr, DelayBudget: pol.BudgetOf(f.QFI), Class: ClassID(MinorNonGBR)}
+	if f.Mark != 0 {
+		s.Marks = []uint32{f.Mark}
+	} else {
+		s.Keys = []edt.Key{{TEID: f.TEID, QFI: f.QFI}}
+	}
+	if pol.Mode == shaper.Aware && f.GBR > 0 {
+		s.GBR, s.GBRClass = f.GBR, ClassID(MinorGuaranteed)
+	}
+	if ambr != 0 {
+		s.Session = uint32(f.ID.SEID)
+	}
+	return PlannedFlow{ID: id, Flow: f, Spec: s}
 }
 
 // tree is the fixed tree for a link whose admitted GBRs add up to gbrSum.
