@@ -73,9 +73,10 @@ const bessBudget = abRateBudget
 
 // bessTCPBudget is the TCP case's delay budget: 200 ms, under which edt's
 // retransmits stayed below htb's in every run. At 500 ms (bessBudget) one
-// run on 6.1 had edt retransmit 1,257 segments against htb's 282: a
-// deeper horizon lets the connections' windows grow past what the
-// non-GBR leaf holds for a flow, and edt drops every packet beyond it.
+// run on 6.1 had edt retransmit 1,257 segments against htb's 282, with
+// the program keeping at most 96 of a flow's packets ahead (about 370 ms
+// of A's at its MBR); why the longer horizon costs TCP that much under
+// edt and not under htb's FIFO is not known yet.
 const bessTCPBudget = "  delay_budget: 200ms\n"
 
 // bessArmYAML is the arm of the MBR cases: A and B non-GBR flows of
