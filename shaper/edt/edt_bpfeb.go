@@ -120,10 +120,10 @@ type edtSession struct {
 const (
 	edtMapConfig     = "config"
 	edtMapFlows      = "flows"
+	edtMapFound      = "found"
 	edtMapFrags      = "frags"
 	edtMapMarks      = "marks"
 	edtMapRules      = "rules"
-	edtMapSdfId      = "sdf_id"
 	edtMapSessions   = "sessions"
 	edtMapStats      = "stats"
 	edtMapTeids      = "teids"
@@ -184,10 +184,10 @@ type edtProgramSpecs struct {
 type edtMapSpecs struct {
 	Config   *ebpf.MapSpec `ebpf:"config"`
 	Flows    *ebpf.MapSpec `ebpf:"flows"`
+	Found    *ebpf.MapSpec `ebpf:"found"`
 	Frags    *ebpf.MapSpec `ebpf:"frags"`
 	Marks    *ebpf.MapSpec `ebpf:"marks"`
 	Rules    *ebpf.MapSpec `ebpf:"rules"`
-	SdfId    *ebpf.MapSpec `ebpf:"sdf_id"`
 	Sessions *ebpf.MapSpec `ebpf:"sessions"`
 	Stats    *ebpf.MapSpec `ebpf:"stats"`
 	Teids    *ebpf.MapSpec `ebpf:"teids"`
@@ -224,10 +224,10 @@ func (o *edtObjects) Close() error {
 type edtMaps struct {
 	Config   *ebpf.Map `ebpf:"config"`
 	Flows    *ebpf.Map `ebpf:"flows"`
+	Found    *ebpf.Map `ebpf:"found"`
 	Frags    *ebpf.Map `ebpf:"frags"`
 	Marks    *ebpf.Map `ebpf:"marks"`
 	Rules    *ebpf.Map `ebpf:"rules"`
-	SdfId    *ebpf.Map `ebpf:"sdf_id"`
 	Sessions *ebpf.Map `ebpf:"sessions"`
 	Stats    *ebpf.Map `ebpf:"stats"`
 	Teids    *ebpf.Map `ebpf:"teids"`
@@ -237,10 +237,10 @@ func (m *edtMaps) Close() error {
 	return _EdtClose(
 		m.Config,
 		m.Flows,
+		m.Found,
 		m.Frags,
 		m.Marks,
 		m.Rules,
-		m.SdfId,
 		m.Sessions,
 		m.Stats,
 		m.Teids,

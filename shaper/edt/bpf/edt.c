@@ -202,14 +202,16 @@ struct {
 	__type(value, struct edt_stats);
 } stats SEC(".maps");
 
-// sdf_id[0], per CPU: the flow id an SDF rule found for the packet at
-// hand (by_sdf).
+// found[0], per CPU: the flow id by_gtpu found for the packet at hand. A
+// map value rather than a stack variable: a loader without CAP_PERFMON may
+// test a pointer to a map value for NULL, not one to the stack, and 6.1's
+// verifier refuses a 4-byte stack key where a spilled pointer was.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
-} sdf_id SEC(".maps");
+} found SEC(".maps");
 
 // tx_ns is the time len bytes take at bps bit/s (0 without a rate).
 // An skb is at most a few hundred KiB (BIG TCP GSO: 512 KiB), so len * 8e9
@@ -260,63 +262,61 @@ static __always_inline void count(__u32 what)
 		st->sdf_pkts++;
 }
 
-// by_sdf finds the flow of a GTP-U packet from its session's SDF rules
-// (keyed by TEID alone, so whatever QFI the wire carries), as gtp5g finds
-// its PDR: the first rule the inner packet matches decides. *matched says
-// whether one did; the flow id is returned in the CPU's sdf_id slot, NULL
-// for a rule of no flow (id 0: the default class). The slot, a map value,
-// stands for the id rather than a stack variable: the verifier lets a
-// loader without CAP_PERFMON test a pointer to a map value for NULL, not
-// one to the stack, and the id is then the flows map's key.
-static __always_inline __u32 *by_sdf(struct __sk_buff *skb, struct flow_key *key, struct pkt *pk, int *matched)
+// by_sdf matches a GTP-U packet against its session's SDF rules (keyed by
+// TEID alone, so whatever QFI the wire carries), as gtp5g finds its PDR:
+// the first rule the inner packet matches decides. It returns 1 when one
+// did, its flow id (0: a rule of no flow, the default class) then in *id.
+static __always_inline int by_sdf(struct __sk_buff *skb, struct flow_key *key, struct pkt *pk, __u32 *id)
 {
 	struct sdf_rules *rs = bpf_map_lookup_elem(&rules, &key->teid);
-	__u32 v = 0;
 
-	*matched = 0;
-	if (!rs || !match_sdf(skb, pk, rs, &v))
-		return NULL;
-	*matched = 1;
+	if (!rs)
+		return 0;
+	if (!match_sdf(skb, pk, rs, id))
+		return 0;
 	count(4);
-	__u32 *slot = bpf_map_lookup_elem(&sdf_id, &zero);
-	if (!slot || v == 0)
-		return NULL;
-	*slot = v;
-	return slot;
+	return 1;
 }
 
 // by_gtpu finds an unmarked packet's flow id from its GTP-U header: the
 // session's SDF rules (by_sdf), then (TEID, QFI) through teids; a first
 // fragment leaves its flow for the fragments after it, which take it from
-// frags. NULL: no flow.
-static __always_inline __u32 *by_gtpu(struct __sk_buff *skb)
+// frags. The id goes into *id, the CPU's found slot, and is returned (0:
+// no flow). Each lookup's result is tested once, right after it: a
+// pointer tested for NULL again later has the verifier of a loader without
+// CAP_PERFMON follow the mispredicted branch with the NULL (6.1: "invalid
+// mem access 'scalar'").
+static __always_inline __u32 by_gtpu(struct __sk_buff *skb, __u32 *id)
 {
 	struct flow_key key = {};
 	struct pkt pk = {};
 	int r = gtpu_parse(skb, l2_len, &key, &pk);
-	int matched = 0;
-	__u32 *id;
 
+	*id = 0;
 	if (r == PARSE_NOT_GTP) {
 		if (!pk.later_frag)
-			return NULL;
-		id = bpf_map_lookup_elem(&frags, &pk.frag);
-		if (id)
-			count(3);
-		return id;
+			return 0;
+		__u32 *first = bpf_map_lookup_elem(&frags, &pk.frag);
+		if (!first)
+			return 0;
+		*id = *first;
+		count(3);
+		return *id;
 	}
-	id = by_sdf(skb, &key, &pk, &matched);
-	if (!matched) {
+	if (!by_sdf(skb, &key, &pk, id)) {
 		if (r != PARSE_GTP_QFI)
-			return NULL;
-		id = bpf_map_lookup_elem(&teids, &key);
+			return 0;
+		__u32 *k = bpf_map_lookup_elem(&teids, &key);
+		if (!k)
+			return 0;
+		*id = *k;
 	}
-	if (!id)
-		return NULL;
+	if (*id == 0)
+		return 0;
 	count(2);
 	if (pk.first_frag)
 		bpf_map_update_elem(&frags, &pk.frag, id, BPF_ANY);
-	return id;
+	return *id;
 }
 
 // Verdicts of advance().
@@ -419,10 +419,16 @@ int edt_egress(struct __sk_buff *skb)
 		__u32 *id = NULL;
 		if (mark)
 			id = bpf_map_lookup_elem(&marks, &mark);
-		if (!id)
-			id = by_gtpu(skb);
-		if (!id)
-			return unclaimed(skb, 0);
+		if (!id) {
+			// The id found from the GTP-U header lives in a map value
+			// (the flows map's key, the frags map's value), not on the
+			// stack.
+			id = bpf_map_lookup_elem(&found, &zero);
+			if (!id)
+				return unclaimed(skb, 0);
+			if (!by_gtpu(skb, id))
+				return unclaimed(skb, 0);
+		}
 		fid = *id;
 		f = bpf_map_lookup_elem(&flows, id);
 		if (!f)
