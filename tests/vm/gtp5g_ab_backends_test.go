@@ -64,9 +64,10 @@ policy:
 // abRateBudget gives both arms the lab's delay budget for rate
 // experiments (ab.RateBudget, 500 ms) instead of the 20 ms default: edt
 // drops a packet that would leave beyond its flow's budget and gives idle
-// time no credit, so a TCG stall of the senders or of gtp5g longer than
-// the budget (40-340 ms seen) costs a flow at its MBR that much of its
-// rate; HTB's leaves are sized by the same budget.
+// time no more credit than one 32 KiB burst, so a TCG stall of the
+// senders or of gtp5g longer than the budget (40-340 ms seen) costs a
+// flow at its MBR that much of its rate; HTB's leaves are sized by the
+// same budget.
 const abRateBudget = "  delay_budget: 500ms\n"
 
 // heteroAMBR is the hetero arm's session AMBR in Mbit/s (C's cap).
