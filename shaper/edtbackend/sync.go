@@ -88,17 +88,13 @@ func (b *Backend) syncMaps(pc *edt.Pacer, fresh bool, p *Plan, rep *shaper.Repor
 		if ok && h.matches(f.ID, f.Spec) {
 			continue
 		}
+		var held *flowHave
 		if ok {
-			if err := removeFlow(pc, f.ID, h); err != nil {
-				return fmt.Errorf("dev %s: %w", b.dev, err)
-			}
-			rep.Writes++
+			held = &h
 		}
-		if err := pc.AddFlow(f.ID, f.Spec); err != nil {
-			return fmt.Errorf("dev %s: %s: %w", b.dev, f.Flow.Label(), err)
+		if err := b.putFlow(pc, f, held, rep); err != nil {
+			return err
 		}
-		rep.Writes++
-		rep.Changes = append(rep.Changes, flowChange(op(ok), f))
 	}
 	// The rules name flow ids: written once their flows are, changed
 	// before a flow they named goes.
@@ -130,6 +126,24 @@ func (b *Backend) syncMaps(pc *edt.Pacer, fresh bool, p *Plan, rep *shaper.Repor
 		rep.Changes = append(rep.Changes, shaper.Change{Op: "delete", Object: "session", Flow: shaper.FlowID{SEID: uint64(id)}})
 	}
 	return b.syncDefault(pc, rep)
+}
+
+// putFlow writes f, over held (what the maps hold under its id; nil:
+// nothing), which it removes first: a changed flow starts its clocks
+// again.
+func (b *Backend) putFlow(pc *edt.Pacer, f PlannedFlow, held *flowHave, rep *shaper.Report) error {
+	if held != nil {
+		if err := removeFlow(pc, f.ID, *held); err != nil {
+			return fmt.Errorf("dev %s: %w", b.dev, err)
+		}
+		rep.Writes++
+	}
+	if err := pc.AddFlow(f.ID, f.Spec); err != nil {
+		return fmt.Errorf("dev %s: %s: %w", b.dev, f.Flow.Label(), err)
+	}
+	rep.Writes++
+	rep.Changes = append(rep.Changes, flowChange(op(held != nil), f))
+	return nil
 }
 
 // removeFlow deletes a flow's keys and marks, then the flow.

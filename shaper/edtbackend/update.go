@@ -175,17 +175,14 @@ func (b *Backend) writeSession(pc *edt.Pacer, seid uint64, old map[uint32]Planne
 		if ok && sameSpec(h.Spec, f.Spec) {
 			continue
 		}
+		var held *flowHave
 		if ok {
-			if err := removeFlow(pc, f.ID, heldOf(h)); err != nil {
-				return fmt.Errorf("dev %s: %w", b.dev, err)
-			}
-			rep.Writes++
+			hv := heldOf(h)
+			held = &hv
 		}
-		if err := pc.AddFlow(f.ID, f.Spec); err != nil {
-			return fmt.Errorf("dev %s: %s: %w", b.dev, f.Flow.Label(), err)
+		if err := b.putFlow(pc, f, held, rep); err != nil {
+			return err
 		}
-		rep.Writes++
-		rep.Changes = append(rep.Changes, flowChange(op(ok), f))
 	}
 	for _, id := range slices.Sorted(maps.Keys(old)) {
 		if want[id] {

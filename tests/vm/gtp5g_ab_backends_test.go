@@ -17,29 +17,40 @@ import (
 // 'gtpqos ab --backend htb,edt' on the real gtp5g datapath, the seed's
 // aware arm and a heterogeneous-GBR arm under both backends in one run.
 func TestVMGtp5gABBackends(t *testing.T) {
+	runGtp5gABGuests(t, "ABBACKENDS", 5*time.Minute, "TestGtp5gGuestABBackends")
+}
+
+// runGtp5gABGuests is the host side of the ab guest tests: it boots the
+// Debian kernel (GTPQOS_VM_KERNEL picks 6.1 or 6.12) with $GTP5G_KO (or
+// skips) and sch_fq, runs the named guest tests with gtpqos beside them,
+// logs the guest's lines that carry tag and fails for each test that did
+// not pass. guest bounds the guest tests' run.
+func runGtp5gABGuests(t *testing.T, tag string, guest time.Duration, tests ...string) {
 	if os.Getenv("GTPQOS_IN_VM") == "1" {
-		t.Skip("host-side launcher; inside the VM TestGtp5gGuestABBackends runs")
+		t.Skipf("host-side launcher; inside the VM %s runs", strings.Join(tests, " and "))
 	}
 	ko := RequirePatchedKO(t)
 	bin := BuildTestBinary(t, "./tests/vm/")
 	gtpqos := BuildBinary(t, "./cmd/gtpqos")
 	const name = "gtp5g_vm.test"
 	res := Run(t, Config{
-		Script: "set -e\n" + bin.Script(name, "-test.run", "^TestGtp5gGuestABBackends$", "-test.v", "-test.count=1",
-			"-test.timeout", "5m") + "\n",
+		Script: "set -e\n" + bin.Script(name, "-test.run", "^("+strings.Join(tests, "|")+")$", "-test.v", "-test.count=1",
+			"-test.timeout", guest.String()) + "\n",
 		Env:     map[string]string{gtp5gGuestEnv: "1"},
 		Files:   map[string]string{name: bin.HostPath, "gtpqos": gtpqos},
 		Modules: []string{"sch_fq"},
 		KO:      ko,
-		Timeout: 7 * time.Minute,
+		Timeout: guest + 2*time.Minute,
 	})
 	for _, l := range strings.Split(res.Output, "\n") {
-		if strings.Contains(l, "ABBACKENDS") {
+		if strings.Contains(l, tag) {
 			t.Log(strings.TrimSpace(l))
 		}
 	}
-	if !strings.Contains(res.Output, "--- PASS: TestGtp5gGuestABBackends ") {
-		t.Errorf("guest scenario TestGtp5gGuestABBackends did not pass (exit %d); see the guest: lines above", res.ExitCode)
+	for _, name := range tests {
+		if !strings.Contains(res.Output, "--- PASS: "+name+" ") {
+			t.Errorf("guest scenario %s did not pass (exit %d); see the guest: lines above", name, res.ExitCode)
+		}
 	}
 }
 

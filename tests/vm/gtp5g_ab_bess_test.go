@@ -25,32 +25,7 @@ import (
 // TestGtp5gGuestABBessTCP (TCP through MBRs under each backend in turn)
 // on the real gtp5g datapath.
 func TestVMGtp5gABBess(t *testing.T) {
-	if os.Getenv("GTPQOS_IN_VM") == "1" {
-		t.Skip("host-side launcher; inside the VM TestGtp5gGuestABBess runs")
-	}
-	ko := RequirePatchedKO(t)
-	bin := BuildTestBinary(t, "./tests/vm/")
-	gtpqos := BuildBinary(t, "./cmd/gtpqos")
-	const name = "gtp5g_vm.test"
-	res := Run(t, Config{
-		Script: "set -e\n" + bin.Script(name, "-test.run", "^TestGtp5gGuestABBess(TCP)?$", "-test.v", "-test.count=1",
-			"-test.timeout", "6m") + "\n",
-		Env:     map[string]string{gtp5gGuestEnv: "1"},
-		Files:   map[string]string{name: bin.HostPath, "gtpqos": gtpqos},
-		Modules: []string{"sch_fq"},
-		KO:      ko,
-		Timeout: 8 * time.Minute,
-	})
-	for _, l := range strings.Split(res.Output, "\n") {
-		if strings.Contains(l, "ABBESS") {
-			t.Log(strings.TrimSpace(l))
-		}
-	}
-	for _, name := range []string{"TestGtp5gGuestABBess", "TestGtp5gGuestABBessTCP"} {
-		if !strings.Contains(res.Output, "--- PASS: "+name+" ") {
-			t.Errorf("guest scenario %s did not pass (exit %d); see the guest: lines above", name, res.ExitCode)
-		}
-	}
+	runGtp5gABGuests(t, "ABBESS", 6*time.Minute, "TestGtp5gGuestABBess", "TestGtp5gGuestABBessTCP")
 }
 
 // bessMBR is the MBR of both flows of the BESS MBR cases in Mbit/s of
