@@ -240,3 +240,47 @@ func TestUnknownMark(t *testing.T) {
 		t.Errorf("mark 0x80000008: class %#x, want flow 8's %#x (bit 31 is gtp5g's framed-route flag)", out.priority(), classNonGBR)
 	}
 }
+
+// A flow held back by its own MBR does not hold its session's other flows
+// back: the session's AMBR clock is charged when each packet is paced, not
+// at the later time the flow's MBR lets it leave, so while the session is
+// under its AMBR another flow's packet leaves at the session's clock, not
+// behind the held flow's departures.
+func TestAMBRNotHeldByAFlowsMBR(t *testing.T) {
+	p := loadForTest(t, testOptions())
+	const ambr, mbr = 100_000, 10_000 // 80 ms and 800 ms for 1000 bytes: ahead of now across stalls
+	if err := p.AddSession(1, ambr); err != nil {
+		t.Fatal(err)
+	}
+	for id, s := range map[uint32]FlowSpec{
+		1: {Marks: []uint32{1}, Session: 1, MBR: mbr, DelayBudget: time.Hour, Class: classNonGBR},
+		2: {Marks: []uint32{2}, Session: 1, DelayBudget: time.Hour, Class: classNonGBR},
+	} {
+		if err := p.AddFlow(id, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 5
+	var first, last uint64
+	for i := range n {
+		_, out := run(t, p, 1, frame(1000))
+		if i == 0 {
+			first = out.tstamp()
+		}
+		last = out.tstamp()
+	}
+	if want := first + (n-1)*txNs(1000, mbr); last != want {
+		t.Fatalf("flow 1's last packet leaves at first %+d ns, want %+d: its MBR spacing", int64(last-first), int64(want-first))
+	}
+	clock, err := p.SessionClock(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := first + n*txNs(1000, ambr); clock != want {
+		t.Errorf("session clock at first %+d ns, want %+d: n packets' AMBR time", int64(clock-first), int64(want-first))
+	}
+	_, out := run(t, p, 2, frame(1000))
+	if ts := out.tstamp(); ts != clock {
+		t.Errorf("flow 2 leaves at first %+d ns, want the session clock %+d (flow 1's last leaves at %+d)", int64(ts-first), int64(clock-first), int64(last-first))
+	}
+}

@@ -324,14 +324,19 @@ static __always_inline __u32 by_gtpu(struct __sk_buff *skb, __u32 *id)
 #define PASS_GBR 1    // the guaranteed class
 #define DROP 2
 
-// charge is a token bucket's clock after a packet that takes d ns leaves
-// at dep: the next packet's earliest departure. The clock may lag dep by
-// burst ns (credit left from idle time), never more; with no credit it is
-// dep + d, pure pacing. (GCRA: the clock is the theoretical arrival time
-// less the burst tolerance.)
-static __always_inline __u64 charge(__u64 clock, __u64 dep, __u64 burst, __u64 d)
+// charge is a token bucket's clock after a packet that takes d ns is
+// charged to it at now: the earliest the next packet may leave as far as
+// this clock goes. The clock may lag now by burst ns (credit left from
+// idle time), never more; with no credit it is max(clock, now) + d, pure
+// pacing. (GCRA: the clock is the theoretical arrival time less the burst
+// tolerance.) Each clock is charged on its own, not at the packet's
+// departure: a flow held back by its own MBR must not push its session's
+// AMBR clock to that later time, which would hold the session's other
+// flows behind it while the session is under its AMBR. The packet leaves
+// at the latest of the clocks (as Carousel combines rate limits).
+static __always_inline __u64 charge(__u64 clock, __u64 now, __u64 burst, __u64 d)
 {
-	__u64 floor = dep > burst ? dep - burst : 0;
+	__u64 floor = now > burst ? now - burst : 0;
 
 	return (clock > floor ? clock : floor) + d;
 }
@@ -381,9 +386,9 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 	if (dep - now > horizon)
 		return DROP; // counted by the caller
 
-	f->mbr_clock = charge(f->mbr_clock, dep, c->b_mbr, c->d_mbr);
+	f->mbr_clock = charge(f->mbr_clock, now, c->b_mbr, c->d_mbr);
 	if (s)
-		s->clock = charge(s->clock, dep, c->b_ambr, c->d_ambr);
+		s->clock = charge(s->clock, now, c->b_ambr, c->d_ambr);
 	if (verdict == PASS_GBR) {
 		f->gbr_clock = (f->gbr_clock > dep ? f->gbr_clock : dep) + c->d_gbr;
 		f->gbr_pkts++;
