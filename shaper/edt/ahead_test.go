@@ -48,3 +48,25 @@ func TestPacketsAheadWithinTheLeaf(t *testing.T) {
 		}
 	}
 }
+
+// The bound counts packets of the flow's mean size, not the packet's own:
+// a small packet behind a backlog of large ones (TCP's pure segments and
+// GSO bursts) passes while fewer than FlowAhead packets lie ahead of it.
+func TestPacketsAheadCountsTheFlowsMeanSize(t *testing.T) {
+	opts := testOptions()
+	opts.FlowAhead = DefaultFlowAhead
+	p := loadForTest(t, opts)
+	const rate = 10_000 // 1.12 s for 1400 bytes
+	if err := p.AddFlow(1, FlowSpec{Marks: []uint32{1}, MBR: rate, DelayBudget: time.Hour, Class: classNonGBR}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if verdict, _ := run(t, p, 1, frame(1400)); verdict != actOK {
+			t.Fatalf("large packet %d: verdict %d, want TC_ACT_OK", i, verdict)
+		}
+	}
+	// 20 packets ahead, 22 s: 96 of its own 64-byte times would be 4.9 s.
+	if verdict, _ := run(t, p, 1, frame(64)); verdict != actOK {
+		t.Errorf("a 64-byte packet behind 20 large ones: verdict %d, want TC_ACT_OK", verdict)
+	}
+}

@@ -51,6 +51,7 @@ type edtFlow struct {
 	Flags      uint32
 	MbrClock   uint64
 	GbrClock   uint64
+	AvgLen     uint64
 	Pkts       uint64
 	Bytes      uint64
 	GbrPkts    uint64

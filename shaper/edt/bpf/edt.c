@@ -97,6 +97,7 @@ struct flow {
 	// state
 	__u64 mbr_clock; // earliest departure of the flow's next packet
 	__u64 gbr_clock; // where the GBR meter stands
+	__u64 avg_len;   // the flow's mean packet size (user bytes, a moving average)
 	__u64 pkts;      // passed (guaranteed + excess)
 	__u64 bytes;
 	__u64 gbr_pkts; // of those, within the GBR (guaranteed class)
@@ -346,21 +347,23 @@ static __always_inline __u64 charge(__u64 clock, __u64 now, __u64 burst, __u64 d
 struct cost {
 	__u64 d_mbr, d_gbr, d_ambr;
 	__u64 b_mbr, b_ambr;
-	__u64 ahead; // config.flow_ahead
+	__u64 mbr, ambr; // the rates (bit/s; 0: no clock)
+	__u64 ahead;     // config.flow_ahead
 };
 
 // excess_horizon is how far ahead a packet bound for the non-GBR class's
 // leaf may leave: its budget, or less when c->ahead packets of the flow
 // (the leaf's fq flow_limit, less a few for packets due but not yet
-// dequeued) would span less time. Consecutive packets of a flow leave at
-// least the larger of their MBR and AMBR times apart, so at most ahead of
-// them lie within ahead such times (exact for a flow of one packet size,
-// as a flow held at its MBR mostly is). The guaranteed class's leaf holds
-// a whole horizon and needs no such bound.
-static __always_inline __u64 excess_horizon(__u64 budget, const struct cost *c)
+// dequeued) would span less time. A flow's packets leave at least the
+// larger of their MBR and AMBR times apart, so about ahead of them lie
+// within ahead such times of a packet of the flow's mean size avg (not
+// this packet's: a small packet among large ones, as TCP sends, must not
+// find the horizon shrunk to its own size). The guaranteed class's leaf
+// holds a whole horizon and needs no such bound.
+static __always_inline __u64 excess_horizon(__u64 budget, const struct cost *c, __u64 avg)
 {
-	__u64 gap = c->d_mbr > c->d_ambr ? c->d_mbr : c->d_ambr;
-	__u64 span = gap * c->ahead;
+	__u64 g_mbr = tx_ns(avg, c->mbr), g_ambr = tx_ns(avg, c->ambr);
+	__u64 span = (g_mbr > g_ambr ? g_mbr : g_ambr) * c->ahead;
 
 	return span && span < budget ? span : budget;
 }
@@ -379,12 +382,15 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 		dep = f->mbr_clock;
 	if (s && s->clock > dep)
 		dep = s->clock;
+	__u64 avg = f->avg_len ? f->avg_len : len;
 	if (f->gbr_bps && f->gbr_clock <= dep + f->gbr_burst_ns)
 		verdict = PASS_GBR;
-	else
-		horizon = excess_horizon(horizon, c);
+	else if (c->ahead)
+		horizon = excess_horizon(horizon, c, avg);
 	if (dep - now > horizon)
 		return DROP; // counted by the caller
+
+	f->avg_len = avg - (avg >> 3) + (len >> 3); // weight 1/8
 
 	f->mbr_clock = charge(f->mbr_clock, now, c->b_mbr, c->d_mbr);
 	if (s)
@@ -450,6 +456,7 @@ int edt_egress(struct __sk_buff *skb)
 		.d_mbr = tx_ns(len, mbr),
 		.d_gbr = tx_ns(len, READ_ONCE(f->gbr_bps)),
 		.b_mbr = tx_ns(burst, mbr),
+		.mbr = mbr,
 		.ahead = ahead,
 	};
 	__u64 t = now;
@@ -466,6 +473,7 @@ int edt_egress(struct __sk_buff *skb)
 		// session's lock: one section takes both clocks at once.
 		__u64 ambr = READ_ONCE(s->ambr_bps);
 		c.d_ambr = tx_ns(len, ambr);
+		c.ambr = ambr;
 		c.b_ambr = tx_ns(burst, ambr);
 		bpf_spin_lock(&s->lock);
 		verdict = advance(f, s, now, len, &c, &t);
