@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
@@ -59,19 +61,9 @@ func TestFqPacesOnVeth(t *testing.T) {
 		port := 7100 + int(id)
 		rx := udpIn(t, nsB, "10.96.0.2:"+strconv.Itoa(port), 0)
 		tx := udpIn(t, nsA, "10.96.0.1:0", int(id<<4))
+		kernelStamps(t, rx)
 		arrivals := make(chan []time.Time, 1)
-		go func() {
-			var ts []time.Time
-			buf := make([]byte, 2048)
-			for len(ts) < n {
-				_ = rx.SetReadDeadline(time.Now().Add(3 * time.Second))
-				if _, _, err := rx.ReadFromUDP(buf); err != nil {
-					break
-				}
-				ts = append(ts, time.Now())
-			}
-			arrivals <- ts
-		}()
+		go func() { arrivals <- readStamped(rx, n) }()
 		to := &net.UDPAddr{IP: net.IPv4(10, 96, 0, 2), Port: port}
 		for range n {
 			if _, err := tx.WriteToUDP(make([]byte, 972), to); err != nil { // 1000-byte IP packets
@@ -92,4 +84,44 @@ func TestFqPacesOnVeth(t *testing.T) {
 	if spread[2] > want/4 {
 		t.Errorf("the 1 Gbit/s flow's packets arrived over %v: held back like the paced one (%v)", spread[2], want)
 	}
+}
+
+// kernelStamps makes c's datagrams carry their kernel receive time
+// (SO_TIMESTAMPNS), so a stall of the reading goroutine does not move
+// their arrival.
+func kernelStamps(t *testing.T, c *net.UDPConn) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) }); err != nil || serr != nil {
+		t.Fatalf("SO_TIMESTAMPNS: %v %v", err, serr)
+	}
+}
+
+// readStamped reads up to n datagrams from c (each within 3 s of the
+// last) and returns their kernel receive times.
+func readStamped(c *net.UDPConn, n int) []time.Time {
+	var ts []time.Time
+	buf, oob := make([]byte, 2048), make([]byte, 128)
+	for len(ts) < n {
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, oobn, _, _, err := c.ReadMsgUDP(buf, oob)
+		if err != nil {
+			break
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			break
+		}
+		for _, m := range msgs {
+			if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
+				st := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+				ts = append(ts, time.Unix(st.Unix()))
+			}
+		}
+	}
+	return ts
 }

@@ -44,9 +44,11 @@ func sdfRules(t *testing.T, ids map[uint32]uint32, rs ...shaper.SDFRule) Rules {
 }
 
 // sdfPacer holds free5GC's session on stock gtp5g: the default flow (id
-// 10) and two non-GBR flows C (11, MBR 2 Mbit/s) and E (12, MBR 1 Mbit/s),
-// all under one AMBR, keyed by their QERs' QFIs (1, 4, 5); gtp5g sends
-// all three with QFI 1.
+// 10, MBR 5 kbit/s) and two non-GBR flows C (11, MBR 20 kbit/s) and E (12,
+// MBR 10 kbit/s), all under one AMBR, keyed by their QERs' QFIs (1, 4, 5);
+// gtp5g sends all three with QFI 1. The rates are low so that each flow's
+// clock stays ahead of now across the test's packets (320-400 ms a packet)
+// even in a slow guest.
 func sdfPacer(t *testing.T) *Pacer {
 	t.Helper()
 	p := loadForTest(t, testOptions())
@@ -57,7 +59,7 @@ func sdfPacer(t *testing.T) *Pacer {
 		id  uint32
 		qfi uint8
 		mbr uint64
-	}{{10, 1, 5e6}, {11, 4, 2e6}, {12, 5, 1e6}} {
+	}{{10, 1, 5e3}, {11, 4, 2e4}, {12, 5, 1e4}} {
 		if err := p.AddFlow(f.id, FlowSpec{Keys: []Key{{TEID: 100, QFI: f.qfi}}, Session: 1, MBR: f.mbr, DelayBudget: time.Hour, Class: classNonGBR}); err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +97,7 @@ func TestSDFFlowsApart(t *testing.T) {
 	}
 	last := map[uint32]uint64{}
 	lastLen := map[uint32]int{}
-	mbr := map[uint32]uint64{10: 5e6, 11: 2e6, 12: 1e6}
+	mbr := map[uint32]uint64{10: 5e3, 11: 2e4, 12: 1e4}
 	for _, c := range cases {
 		verdict, out := run(t, p, 0, gtpuPacket{teid: 100, qfi: 1, inner: c.pkt}.build())
 		if verdict != actOK || out.cb(1) != c.flow || out.priority() != classNonGBR || out.cb(0) != flowHash(c.flow) {
