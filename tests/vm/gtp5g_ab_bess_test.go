@@ -47,11 +47,10 @@ var bessOffer = map[string]float64{"A": 2, "B": 0.99}
 const bessBudget = abRateBudget
 
 // bessTCPBudget is the TCP case's delay budget: 200 ms, under which edt's
-// retransmits stayed below htb's in every run. At 500 ms (bessBudget) one
-// run on 6.1 had edt retransmit 1,257 segments against htb's 282, with
-// the program keeping at most 96 of a flow's packets ahead (about 370 ms
-// of A's at its MBR); why the longer horizon costs TCP that much under
-// edt and not under htb's FIFO is not known yet.
+// retransmits stayed below htb's in every run. (When the program's bound
+// on packets ahead counted each packet by its own size, TCP's small
+// packets behind its large ones were dropped: 1,253 retransmits under edt
+// against htb's 280, at this budget and at 500 ms alike.)
 const bessTCPBudget = "  delay_budget: 200ms\n"
 
 // bessArmYAML is the arm of the MBR cases: A and B non-GBR flows of
