@@ -147,8 +147,9 @@ func TestIntegrationEdtPacesFlows(t *testing.T) {
 	}
 	t.Logf("after the run:\n%s", p.a.Run(t, "tc", "-s", "qdisc", "show", "dev", p.devA))
 	// What passes must be paced traffic, not a trickle. The floor is loose:
-	// a guest that stalls the senders loses the session's time meanwhile
-	// (pacing gives no credit for idle time), so only half is required.
+	// a guest that stalls the senders longer than a clock's idle credit
+	// (32 KiB: 262 ms at A's MBR, 87 ms at the AMBR) loses the rest of the
+	// stall, so only half is required.
 	if rates.a < 0.5*mbrA || rates.a+rates.b < 0.5*ambr {
 		t.Errorf("too little passed: A %.0f, A+B %.0f bit/s; want at least half the MBR and the AMBR", rates.a, rates.a+rates.b)
 	}
