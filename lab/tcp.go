@@ -27,7 +27,8 @@ func (l *Lab) runTCP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 			if conns[i] != nil {
 				// Reset, not FIN: a FIN leaves the DN's fixed address
 				// and port in TIME_WAIT, and the next run's connect from
-				// it fails with "address already in use".
+				// it fails with "address already in use" (the UE has
+				// closed first by now: see the sender).
 				_ = conns[i].SetLinger(0)
 				conns[i].Close()
 			}
@@ -59,7 +60,10 @@ func (l *Lab) runTCP(ctx context.Context, spec TrafficSpec) ([]FlowTraffic, erro
 			defer wg.Done()
 			sendTCP(rctx, conns[i], l.offered(i, spec), start)
 			out[i].Retransmits = tcpRetrans(conns[i])
-			conns[i].CloseWrite()
+			// No FIN from the DN: the UE closes first when its read
+			// deadline passes, so the DN's side never becomes the active
+			// closer, whose TIME_WAIT would hold its fixed address and
+			// port against the next run's connect.
 		}()
 	}
 	wg.Wait()
