@@ -63,16 +63,13 @@ type sessionPlan struct {
 // planSession admits and plans one session's flows against the ledger
 // (which holds every other flow), as MakePlan would: in FlowID order,
 // each flow checked, a GBR flow admitted while the GBRs fit, the
-// session's AMBR from its first non-GBR flow with one. ok is false when a
-// flow has no mark (Update then plans everything).
-func (in *incremental) planSession(fs []shaper.Flow) (sp sessionPlan, ok bool) {
+// session's AMBR from its first non-GBR flow with one. Every flow has a
+// mark (updateFast checked).
+func (in *incremental) planSession(fs []shaper.Flow) (sp sessionPlan) {
 	fs = slices.Clone(fs)
 	slices.SortStableFunc(fs, func(a, c shaper.Flow) int { return shaper.CompareFlowID(a.ID, c.ID) })
 	var admitted []shaper.Flow
 	for i, f := range fs {
-		if f.Mark == 0 {
-			return sp, false
-		}
 		if i > 0 && fs[i-1].ID == f.ID {
 			sp.problems = append(sp.problems, shaper.Problem{Kind: shaper.DuplicateFlow, Severity: shaper.Error, Flow: f.ID, Name: f.Label(),
 				Field: "id", Detail: fmt.Sprintf("flow %s listed twice", f.ID)})
@@ -101,7 +98,7 @@ func (in *incremental) planSession(fs []shaper.Flow) (sp sessionPlan, ok bool) {
 		}
 		sp.flows = append(sp.flows, planFlow(in.cpol, f, f.Mark, ambr))
 	}
-	return sp, true
+	return sp
 }
 
 // release gives back the ledger's share of the session's planned flows
@@ -230,7 +227,7 @@ func (b *Backend) updateFast(sessions map[uint64][]shaper.Flow, pol shaper.Polic
 	}
 	plans := map[uint64]sessionPlan{}
 	for _, seid := range seids {
-		plans[seid], _ = in.planSession(sessions[seid])
+		plans[seid] = in.planSession(sessions[seid])
 	}
 	if err := b.fitsAfter(p, seids, olds, plans); err != nil {
 		return rep, true, err
