@@ -122,6 +122,9 @@ type Attachment struct {
 	ProgramID uint32 `json:"program_id"`
 	// Entries counts the entries of the map the program looks up.
 	Entries int `json:"entries"`
+	// SDFTEIDs counts the TEIDs whose sessions' SDF rules the program
+	// matches (the edt program on stock gtp5g; 0 otherwise).
+	SDFTEIDs int `json:"sdf_teids,omitempty"`
 	// Counters are the program's packet counters by name ("hit", "miss",
 	// ...), nil when it counts nothing.
 	Counters map[string]uint64 `json:"counters,omitempty"`

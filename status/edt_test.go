@@ -69,6 +69,9 @@ func TestEdtStatusShowsFlows(t *testing.T) {
 	if len(rep.Devices) != 1 || rep.Devices[0].Mode != "edt" || !rep.Devices[0].Tree || rep.Devices[0].Root != "6765:" || rep.Devices[0].FlowClasses != 2 {
 		t.Errorf("devices %+v; want the N3 device with the edt tree 6765: and 2 flows", rep.Devices)
 	}
+	if d := rep.Devices; len(d) == 1 && (len(d[0].Attachments) != 1 || d[0].Attachments[0].Entries != 2 || d[0].Attachments[0].ProgramID == 0) {
+		t.Errorf("device's programs %+v; want the edt program with its 2 flows", d[0].Attachments)
+	}
 	got := map[uint32]string{}
 	for _, f := range rep.Flows {
 		got[f.Mark] = f.Class

@@ -148,6 +148,9 @@ func deviceLine(d status.Device) string {
 	s += ", classification " + d.Mode
 	for _, g := range d.Attachments {
 		s += fmt.Sprintf("; %s (program %d): %d entries", g.Name, g.ProgramID, g.Entries)
+		if g.SDFTEIDs > 0 {
+			s += fmt.Sprintf(", SDF rules of %d TEIDs", g.SDFTEIDs)
+		}
 		if len(g.Counters) > 0 {
 			s += ", " + counterList(g.Counters)
 		}

@@ -42,7 +42,10 @@ func (b *Backend) apply(ctx context.Context, flows []shaper.Flow, pol shaper.Pol
 	if pol, err = b.resolveOverhead(link, pol); err != nil {
 		return rep, err
 	}
-	p := MakePlan(flows, pol)
+	p, err := b.planApply(flows, pol)
+	if err != nil {
+		return rep, err
+	}
 	if b.opt.Direction == shaper.Downlink && p.Classes != nil {
 		for _, n := range planRules(p, b.sdf) {
 			rep.Changes = append(rep.Changes, shaper.Change{Op: "sync", Object: "sdf", Detail: n})

@@ -110,7 +110,26 @@ func (b *Backend) inspectMaps(pc *edt.Pacer, in *shaper.Inspection) error {
 	}
 	unplaced := st.UnknownPackets
 	in.Unplaced = &unplaced
+	rules, err := pc.ReadRules()
+	if err != nil {
+		return fmt.Errorf("dev %s: %w", b.dev, err)
+	}
+	in.Attachments = append(in.Attachments, programAttachment(b.dev, pc, len(flows), len(rules), st))
 	return nil
+}
+
+// programAttachment describes the program for status: its flows, the
+// TEIDs whose SDF rules it matches, and how it found its packets.
+func programAttachment(dev string, pc *edt.Pacer, flows, teids int, st edt.Stats) shaper.Attachment {
+	a := shaper.Attachment{Dev: dev, Hook: "egress", Name: FilterName, Entries: flows, SDFTEIDs: teids,
+		Counters: map[string]uint64{"unknown": st.UnknownPackets, "stale": st.StalePackets, "no-session": st.NoSessionPackets,
+			"gtpu": st.GTPUPackets, "sdf": st.SDFPackets, "frag": st.FragPackets}}
+	if info, err := pc.Program().Info(); err == nil {
+		if id, ok := info.ID(); ok {
+			a.ProgramID = uint32(id)
+		}
+	}
+	return a
 }
 
 // plannedFlow returns the flow the last plan gave map id.

@@ -83,7 +83,12 @@ type Plan struct {
 
 // MakePlan admits flows under pol (pol.Overhead fixed) and plans the tree
 // and the map entries; nil when pol is unusable (the problems say why).
-func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
+// Flows are admitted in FlowID order (a device's Apply admits the flows
+// its maps hold first: planApply).
+func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan { return makePlan(flows, pol, nil) }
+
+// makePlan is MakePlan with admission ranks (shaper.Admit; nil: all new).
+func makePlan(flows []shaper.Flow, pol shaper.Policy, rank func(*shaper.Flow) int) *Plan {
 	pol, probs, ok := shaper.CheckPolicy(pol)
 	if !ok {
 		return &Plan{Problems: probs}
@@ -92,7 +97,7 @@ func MakePlan(flows []shaper.Flow, pol shaper.Policy) *Plan {
 	if err != nil {
 		return &Plan{Problems: append(probs, shaper.Problem{Kind: shaper.BadPolicy, Severity: shaper.Error, Name: "policy", Field: "edt", Detail: err.Error()})}
 	}
-	ad := shaper.Admit(flows, pol, nil, checkFlow)
+	ad := shaper.Admit(flows, pol, rank, checkFlow)
 	p := &Plan{Link: pol.LinkRate, Sessions: map[uint32]uint64{}, Room: k.Sessions, Problems: append(probs, ad.Problems...)}
 	if pol.Accounting == shaper.AccountPacket {
 		p.Overhead = pol.Overhead.Bytes

@@ -77,7 +77,8 @@ func TestSyncMapsKeys(t *testing.T) {
 // The sessions' SDF rules become the rules map, each rule valued in its
 // flow's id (0 for a flow the plan does not pace): a second sync over the
 // maps writes nothing; a changed rule set rewrites its TEID, no rules
-// delete it; a plan whose TEIDs do not fit the map is refused.
+// delete it; status's view of the program counts its flows and the TEIDs
+// with rules; a plan whose TEIDs do not fit the map is refused.
 func TestSyncMapsSDFRules(t *testing.T) {
 	testenv.RequireRoot(t)
 	pc, err := edt.Load(edt.LoadOptions{Sessions: 16, Flows: 16, Marks: 16, Keys: 16, Rules: 16})
@@ -122,6 +123,13 @@ func TestSyncMapsSDFRules(t *testing.T) {
 	}
 	if rep := sync(plan(rules), false); rep.Writes != 0 {
 		t.Errorf("second sync: %d writes %v, want none", rep.Writes, rep.Changes)
+	}
+	var in shaper.Inspection
+	if err := b.inspectMaps(pc, &in); err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Attachments) != 1 || in.Attachments[0].Entries != 3 || in.Attachments[0].SDFTEIDs != 1 || in.Attachments[0].ProgramID == 0 {
+		t.Errorf("inspection's program: %+v; want 3 flows and the SDF rules of 1 TEID", in.Attachments)
 	}
 	rules[0].Rules = rules[0].Rules[:2]
 	if rep := sync(plan(rules), false); rep.Writes != 1 {

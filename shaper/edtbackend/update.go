@@ -61,14 +61,15 @@ type sessionPlan struct {
 }
 
 // planSession admits and plans one session's flows against the ledger
-// (which holds every other flow), as MakePlan would: in FlowID order,
-// each flow checked, a GBR flow admitted while the GBRs fit, the
+// (which holds every other flow), as a device's full apply would: each
+// flow checked, the flows its old entries hold (old, by id) admitted
+// first, then by FlowID, a GBR flow admitted while the GBRs fit, the
 // session's AMBR from its first non-GBR flow with one. Every flow has a
 // mark (updateFast checked).
-func (in *incremental) planSession(fs []shaper.Flow) (sp sessionPlan) {
+func (in *incremental) planSession(fs []shaper.Flow, old map[uint32]PlannedFlow) (sp sessionPlan) {
 	fs = slices.Clone(fs)
 	slices.SortStableFunc(fs, func(a, c shaper.Flow) int { return shaper.CompareFlowID(a.ID, c.ID) })
-	var admitted []shaper.Flow
+	var checked []shaper.Flow
 	for i, f := range fs {
 		if i > 0 && fs[i-1].ID == f.ID {
 			sp.problems = append(sp.problems, shaper.Problem{Kind: shaper.DuplicateFlow, Severity: shaper.Error, Flow: f.ID, Name: f.Label(),
@@ -77,15 +78,24 @@ func (in *incremental) planSession(fs []shaper.Flow) (sp sessionPlan) {
 		}
 		ps, ok := shaper.CheckFlow(&f, &in.cpol, checkFlow)
 		sp.problems = append(sp.problems, ps...)
-		if !ok {
-			continue
+		if ok {
+			checked = append(checked, f)
 		}
+	}
+	held := newHeldGBR()
+	for _, h := range old {
+		held.add(h.Spec, h.Flow.ID)
+	}
+	slices.SortStableFunc(checked, func(a, c shaper.Flow) int { return held.rank(&a) - held.rank(&c) })
+	var admitted []shaper.Flow
+	for _, f := range checked {
 		g, ps, ok := in.led.Admit(f)
 		sp.problems = append(sp.problems, ps...)
 		if ok {
 			admitted = append(admitted, g)
 		}
 	}
+	slices.SortStableFunc(admitted, func(a, c shaper.Flow) int { return shaper.CompareFlowID(a.ID, c.ID) })
 	for _, f := range admitted {
 		if in.cpol.Mode == shaper.Aware && f.GBR == 0 && f.SessionAMBR != 0 && sp.ambr == 0 {
 			sp.ambr = min(f.SessionAMBR, in.cpol.LinkRate)
@@ -227,7 +237,7 @@ func (b *Backend) updateFast(sessions map[uint64][]shaper.Flow, pol shaper.Polic
 	}
 	plans := map[uint64]sessionPlan{}
 	for _, seid := range seids {
-		plans[seid] = in.planSession(sessions[seid])
+		plans[seid] = in.planSession(sessions[seid], olds[seid])
 	}
 	if err := b.fitsAfter(p, seids, olds, plans); err != nil {
 		return rep, true, err
