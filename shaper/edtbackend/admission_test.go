@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // Two GBR flows of 12 Mbit/s on testPolicy's 20 Mbit/s link: only one
@@ -88,13 +87,7 @@ func TestUpdateKeepsTheSessionsHeldFlows(t *testing.T) {
 // too; a backend opened afresh (which reads the maps) applies both with no
 // write. Needs sch_fq (the VM).
 func TestIntegrationApplyKeepsHeldGBR(t *testing.T) {
-	testenv.SkipShort(t)
-	ns := testenv.NewNetNSPrefix(t, "ek-")
-	dev := testenv.UniqueName("eku")
-	ns.AddVethPair(t, dev, dev+"p")
-	if err := Probe(); err != nil {
-		t.Skipf("needs sch_fq and the BPF capabilities: %v", err)
-	}
+	ns, dev := edtDevice(t, "ek-", "eku")
 	ctx, pol := context.Background(), testPolicy()
 	b := openIn(t, ns, dev)
 	if _, err := b.Apply(ctx, heldAlone, pol, shaper.ApplyOptions{Strict: true}); err != nil {

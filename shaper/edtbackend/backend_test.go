@@ -30,6 +30,21 @@ func openIn(t *testing.T, ns *testenv.NetNS, dev string) *Backend {
 	return b
 }
 
+// edtDevice is a veth in a namespace of its own (named from the prefixes)
+// for a test that applies the edt backend; it skips under -short and
+// where the kernel lacks sch_fq or the BPF capabilities (the host).
+func edtDevice(t *testing.T, nsPrefix, devPrefix string) (*testenv.NetNS, string) {
+	t.Helper()
+	testenv.SkipShort(t)
+	ns := testenv.NewNetNSPrefix(t, nsPrefix)
+	dev := testenv.UniqueName(devPrefix)
+	ns.AddVethPair(t, dev, dev+"p")
+	if err := Probe(); err != nil {
+		t.Skipf("needs sch_fq and the BPF capabilities: %v", err)
+	}
+	return ns, dev
+}
+
 // testPolicy is a 20 Mbit/s link with the Ethernet header as overhead.
 func testPolicy() shaper.Policy {
 	pol := shaper.DefaultPolicy(20e6)
@@ -43,13 +58,7 @@ func testPolicy() shaper.Policy {
 // the flows by mark, a second Apply writes nothing); Reset leaves no
 // qdisc, filter or pin of ours. Needs sch_fq (the VM).
 func TestIntegrationUpdateAdoptReset(t *testing.T) {
-	testenv.SkipShort(t)
-	ns := testenv.NewNetNSPrefix(t, "eb-")
-	dev := testenv.UniqueName("ebu")
-	ns.AddVethPair(t, dev, dev+"p")
-	if err := Probe(); err != nil {
-		t.Skipf("needs sch_fq and the BPF capabilities: %v", err)
-	}
+	ns, dev := edtDevice(t, "eb-", "ebu")
 	ctx, pol, flows := context.Background(), testPolicy(), testFlows()[:2] // session 1: A and B
 	b := openIn(t, ns, dev)
 	if rep, err := b.Apply(ctx, flows, pol, shaper.ApplyOptions{Strict: true}); err != nil || rep.Writes == 0 {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/free5gc/gtpqos/shaper"
-	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // updateSession is session seid's flows in round r of the random updates:
@@ -38,13 +37,7 @@ func updateSession(rng *rand.Rand, seid uint64) []shaper.Flow {
 // Each Update writes only its sessions' entries, a class only when the GBR
 // sum moves. Needs sch_fq (the VM).
 func TestIntegrationUpdateMatchesFullApply(t *testing.T) {
-	testenv.SkipShort(t)
-	ns := testenv.NewNetNSPrefix(t, "eu-")
-	dev := testenv.UniqueName("euu")
-	ns.AddVethPair(t, dev, dev+"p")
-	if err := Probe(); err != nil {
-		t.Skipf("needs sch_fq and the BPF capabilities: %v", err)
-	}
+	ns, dev := edtDevice(t, "eu-", "euu")
 	ctx, pol := context.Background(), testPolicy()
 	rng := rand.New(rand.NewPCG(7, 11))
 	all := map[uint64][]shaper.Flow{}
