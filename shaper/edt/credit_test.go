@@ -73,3 +73,95 @@ func TestNoCreditWithoutBurst(t *testing.T) {
 		t.Errorf("second packet %+d ns after the first, want %d", int64(b.tstamp()-a.tstamp()), txNs(1000, rate))
 	}
 }
+
+// creditScene is a session (AMBR 1 Mbit/s: 8 ms a 1000-byte packet) with
+// flow 1 (MBR 100 kbit/s: 80 ms a packet; 1 s budget) and flow 2 (no MBR,
+// an hour's budget) under it, an 8000-byte burst (8 packets), and the
+// session's clock filled by lead of flow 2's packets: ahead of now by
+// about lead × 8 ms less the burst's 64 ms.
+func creditScene(t *testing.T, lead int) *Pacer {
+	t.Helper()
+	opts := testOptions()
+	opts.Burst = 8000
+	p := loadForTest(t, opts)
+	if err := p.AddSession(1, 1e6); err != nil {
+		t.Fatal(err)
+	}
+	for id, s := range map[uint32]FlowSpec{
+		1: {Marks: []uint32{1}, Session: 1, MBR: 100_000, DelayBudget: time.Second, Class: classNonGBR},
+		2: {Marks: []uint32{2}, Session: 1, DelayBudget: time.Hour, Class: classNonGBR},
+	} {
+		if err := p.AddFlow(id, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range lead {
+		if verdict, _ := run(t, p, 2, frame(1000)); verdict == actShot {
+			t.Fatal("flow 2 dropped while filling the session's clock")
+		}
+	}
+	return p
+}
+
+// departures sends n packets of flow 1 and returns their departure
+// times; each must pass.
+func departures(t *testing.T, p *Pacer, n int) []uint64 {
+	t.Helper()
+	var ts []uint64
+	for i := range n {
+		verdict, out := run(t, p, 1, frame(1000))
+		if verdict == actShot {
+			t.Fatalf("flow 1's packet %d dropped, want it within its 1 s budget", i)
+		}
+		ts = append(ts, out.tstamp())
+	}
+	return ts
+}
+
+// creditThenMBR checks flow 1's departures: the first free of them at
+// the session's pace (its clock's 8 ms apart), the rest at the flow's MBR
+// as GCRA counts it, from the first's departure.
+func creditThenMBR(t *testing.T, ts []uint64, free int, why string) {
+	t.Helper()
+	d, pace := txNs(1000, 100_000), txNs(1000, 1e6)
+	for i := 1; i < len(ts); i++ {
+		want := ts[0] + uint64(i)*pace
+		if i >= free {
+			want = ts[0] + uint64(i-free+1)*d
+		}
+		if ts[i] != want {
+			t.Errorf("flow 1's packet %d leaves at the first's %+d ns, want %+d: %s", i, int64(ts[i]-ts[0]), int64(want-ts[0]), why)
+		}
+	}
+}
+
+// A flow whose packet its session's AMBR refused (the session's clock
+// lay beyond the flow's budget) was not idle: when the session lets it
+// through later it has 4 packets of credit (REFUSED_CREDIT), not its
+// 8-packet burst of idle credit, so it leaves 1 + 4 packets at the
+// session's pace and then keeps to its MBR. With the idle credit it would
+// leave above its MBR after every stretch its session held it back.
+func TestRefusedFlowKeepsLittleCredit(t *testing.T) {
+	p := creditScene(t, 140) // the session's clock about 1.06 s ahead
+	if verdict, _ := run(t, p, 1, frame(1000)); verdict != actShot {
+		t.Fatalf("flow 1's packet passed with the session's clock beyond its budget; want TC_ACT_SHOT")
+	}
+	clock, err := p.SessionClock(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the session's clock lies 0.7 s ahead: within the budget
+	// for the packets below.
+	time.Sleep(time.Duration(int64(clock-monoNow(t)) - int64(700*time.Millisecond)))
+	creditThenMBR(t, departures(t, p, 7), 5, "4 packets of credit after a refusal, then its MBR")
+}
+
+// A flow's MBR credit is counted from its packets' departures: a flow
+// idle until now whose session's clock lies ahead sends its burst (8
+// packets after the first) at the session's pace and then keeps to its
+// MBR, however far ahead the session's clock lies. Counted from now, the
+// session's lead would be credit too.
+func TestMBRCreditCountsFromDeparture(t *testing.T) {
+	p := creditScene(t, 80) // the session's clock about 0.58 s ahead
+	creditThenMBR(t, departures(t, p, 11), 9, "its burst, then its MBR")
+}

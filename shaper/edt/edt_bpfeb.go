@@ -20,6 +20,7 @@ type edtEdtConfig struct {
 	L2Len        uint32
 	Burst        uint32
 	FlowAhead    uint32
+	Code         [2]uint32
 }
 
 type edtEdtStats struct {

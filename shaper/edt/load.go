@@ -66,6 +66,9 @@ type LoadOptions struct {
 	noRules bool
 	// echo makes the program copy what it set into skb->cb (tests).
 	echo bool
+	// code is the program's fingerprint (config.code): ownCode for a
+	// program loaded here, what the config map holds for one pinned.
+	code Code
 }
 
 // Pacer is one loaded program and its maps (one per device and direction).
@@ -125,6 +128,9 @@ func Load(opts LoadOptions) (*Pacer, error) {
 			return nil, fmt.Errorf("edt: set echo: %w", err)
 		}
 	}
+	if opts.code, err = ownCode(); err != nil {
+		return nil, err
+	}
 	p := &Pacer{opts: opts}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		if errors.Is(err, unix.EPERM) {
@@ -177,7 +183,7 @@ func (p *Pacer) Options() LoadOptions { return p.opts }
 // SetDefaultClass sets the class id (major<<16 | minor) that packets no
 // flow claims get as skb->priority; 0 leaves skb->priority alone.
 func (p *Pacer) SetDefaultClass(classID uint32) error {
-	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead, L2Len: p.opts.l2Len(), Burst: p.opts.Burst, FlowAhead: p.opts.FlowAhead}); err != nil {
+	if err := p.objs.Config.Put(uint32(0), edtEdtConfig{DefaultClass: classID, Overhead: p.opts.Overhead, L2Len: p.opts.l2Len(), Burst: p.opts.Burst, FlowAhead: p.opts.FlowAhead, Code: p.opts.code}); err != nil {
 		return fmt.Errorf("edt: map config: set default class %#x: %w", classID, err)
 	}
 	return nil

@@ -121,6 +121,10 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 	if len(raw) >= 20 {
 		cfg.FlowAhead = binary.NativeEndian.Uint32(raw[16:])
 	}
+	// A program older than the fingerprint has none: it is not this one.
+	if len(raw) >= 28 {
+		cfg.Code = Code{binary.NativeEndian.Uint32(raw[20:]), binary.NativeEndian.Uint32(raw[24:])}
+	}
 	p.opts = LoadOptions{
 		Sessions:    int(p.objs.Sessions.MaxEntries()),
 		Flows:       int(p.objs.Flows.MaxEntries()),
@@ -132,6 +136,7 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		FlowAhead:   cfg.FlowAhead,
 		noKeys:      p.opts.noKeys,
 		noRules:     p.opts.noRules,
+		code:        cfg.Code,
 	}
 	if p.objs.Teids != nil {
 		p.opts.Keys = int(p.objs.Teids.MaxEntries())

@@ -57,6 +57,20 @@ func TestPinOpenUnpin(t *testing.T) {
 	if !q.Current() || q.Options().Keys != opts.Keys || q.Options().Rules != opts.Rules || q.Options().L3 {
 		t.Errorf("current %v, options %+v; want the keys map of %d, the rules map of %d, Ethernet", q.Current(), q.Options(), opts.Keys, opts.Rules)
 	}
+	if !q.OwnCode() {
+		t.Error("a program pinned by this gtpqos does not count as its own (OwnCode false)")
+	}
+	// A program of other instructions (an older gtpqos's: its config
+	// holds another fingerprint, or none) opens with the same maps, for
+	// its backend to replace.
+	if err := q.objs.Config.Put(uint32(0), edtEdtConfig{Overhead: testOverhead, L2Len: 14, Code: Code{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	other, ok, err := OpenPinned(pins)
+	if err != nil || !ok || other.OwnCode() || !other.Current() {
+		t.Fatalf("OpenPinned with another program's fingerprint: %v, %v; want it open, current, and not this gtpqos's code", ok, err)
+	}
+	other.Close()
 	// A program pinned without the SDF rule map (an older gtpqos) opens
 	// by mark and (TEID, QFI), for its backend to replace.
 	if err := pins.Remove(pinRules); err != nil {

@@ -69,8 +69,9 @@ func (b *Backend) adopt() (*edt.Pacer, error) {
 // pacerFor returns a program for p on a device with link layer l3 (none in
 // front of IPv4): the one held or pinned, or a new one (whose maps start
 // empty) when there is none, it was loaded for another overhead or link
-// layer or by a gtpqos whose program finds flows by mark only or gives no
-// idle credit (edt.DefaultBurst), or its maps have less room than p's
+// layer or by a gtpqos whose program differs from this one's (it finds
+// flows by mark only, gives no idle credit, or does other arithmetic:
+// edt.Pacer.OwnCode), or its maps have less room than p's
 // policy asks for (maps are sized at load). fresh
 // says it is new. A plan that does not fit the program's maps is refused
 // before anything is written.
@@ -78,7 +79,7 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 	if pc, err = b.adopt(); err != nil {
 		return nil, false, err
 	}
-	if pc == nil || !reusable(pc.Options(), pc.Current(), p, l3) {
+	if pc == nil || !reusable(pc.Options(), pc.Current() && pc.OwnCode(), p, l3) {
 		n := max(p.Room, b.opt.Sessions)
 		o := edt.LoadOptions{Sessions: n, Flows: 2 * n, Marks: 2 * n, Keys: 2 * n, Rules: n, Overhead: p.Overhead, L3: l3,
 			Burst: edt.DefaultBurst, FlowAhead: edt.DefaultFlowAhead}
@@ -97,8 +98,8 @@ func (b *Backend) pacerFor(p *Plan, l3 bool) (pc *edt.Pacer, fresh bool, err err
 }
 
 // reusable says whether a program loaded with o (current: it finds flows
-// by (TEID, QFI) and SDF rules too) can pace p on a device with link
-// layer l3.
+// by (TEID, QFI) and SDF rules too and runs this gtpqos's instructions)
+// can pace p on a device with link layer l3.
 func reusable(o edt.LoadOptions, current bool, p *Plan, l3 bool) bool {
 	return current && o.Overhead == p.Overhead && o.L3 == l3 && o.Sessions >= p.Room &&
 		o.Burst == edt.DefaultBurst && o.FlowAhead == edt.DefaultFlowAhead

@@ -16,11 +16,14 @@
 //     its first fragment's flow (frags);
 //   - computes the departure time t from the flow's MBR clock and, for a
 //     non-GBR flow, its session's AMBR clock: t = max(now, clocks). Each
-//     clock is a token bucket's (GCRA): it may lag now by the time its
+//     clock is a token bucket's (GCRA): it may lag now (a flow's MBR
+//     clock: the time its packet leaves) by the time its
 //     burst (config.burst bytes, 32 KiB from the backend: an HTB class's
 //     burst) takes at its rate, so a flow or session that was idle or
 //     below its rate may send that burst at once, as an HTB class may; a
-//     greedy one never lags and is paced exactly;
+//     greedy one never lags and is paced exactly, and so, but for a few
+//     packets, is a flow whose packets its session's AMBR refused
+//     (REFUSED_CREDIT);
 //   - drops the packet (TC_ACT_SHOT) when t lies beyond now + the flow's
 //     delay budget, rather than queueing it for seconds; a packet bound
 //     for the non-GBR class also when the flow would have more packets
@@ -121,6 +124,7 @@ struct edt_config {
 	__u32 l2_len;        // the loader's `l2_len`, likewise
 	__u32 burst;         // idle credit of every MBR and AMBR clock, bytes (0: none)
 	__u32 flow_ahead;    // most packets of a flow scheduled ahead in the non-GBR leaf (0: no bound)
+	__u32 code[2];       // the loader's fingerprint of this program's instructions (user space only)
 };
 
 // stats[0], per CPU: packets no flow claims.
@@ -320,24 +324,32 @@ static __always_inline __u32 by_gtpu(struct __sk_buff *skb, __u32 *id)
 	return *id;
 }
 
+// Packets of its mean size a flow keeps as credit when its session's
+// AMBR refuses one of them (advance): its departures may then lie that
+// far above its MBR in any window, and no further.
+#define REFUSED_CREDIT 4
+
 // Verdicts of advance().
 #define PASS_EXCESS 0 // the flow's non-GBR class
 #define PASS_GBR 1    // the guaranteed class
 #define DROP 2
 
 // charge is a token bucket's clock after a packet that takes d ns is
-// charged to it at now: the earliest the next packet may leave as far as
-// this clock goes. The clock may lag now by burst ns (credit left from
-// idle time), never more; with no credit it is max(clock, now) + d, pure
+// charged to it at time at: the earliest the next packet may leave as far
+// as this clock goes. The clock may lag `at` by burst ns (credit left from
+// idle time), never more; with no credit it is max(clock, at) + d, pure
 // pacing. (GCRA: the clock is the theoretical arrival time less the burst
-// tolerance.) Each clock is charged on its own, not at the packet's
-// departure: a flow held back by its own MBR must not push its session's
-// AMBR clock to that later time, which would hold the session's other
-// flows behind it while the session is under its AMBR. The packet leaves
-// at the latest of the clocks (as Carousel combines rate limits).
-static __always_inline __u64 charge(__u64 clock, __u64 now, __u64 burst, __u64 d)
+// tolerance.) A flow's MBR clock is charged at the packet's departure, so
+// that its departures, which its receiver counts, keep to its MBR when
+// its session's AMBR clock decides when they leave. The session's clock
+// is charged at now instead: a flow held back by its own MBR must not push
+// its session's AMBR clock to that later time, which would hold the
+// session's other flows behind it while the session is under its AMBR.
+// The packet leaves at the latest of the clocks (as Carousel combines
+// rate limits).
+static __always_inline __u64 charge(__u64 clock, __u64 at, __u64 burst, __u64 d)
 {
-	__u64 floor = now > burst ? now - burst : 0;
+	__u64 floor = at > burst ? at - burst : 0;
 
 	return (clock > floor ? clock : floor) + d;
 }
@@ -387,12 +399,22 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 		verdict = PASS_GBR;
 	else if (c->ahead)
 		horizon = excess_horizon(horizon, c, avg);
-	if (dep - now > horizon)
+	if (dep - now > horizon) {
+		// A refused packet shows the flow was not idle: it keeps no
+		// more credit than REFUSED_CREDIT packets for the time its
+		// session's AMBR clock held it back (its MBR clock stands at dep
+		// otherwise), or it would leave above its MBR once the session
+		// lets it. Those few let it take the session's next slots after
+		// losing some to flows not held by an MBR of their own.
+		__u64 keep = tx_ns(avg, c->mbr) * REFUSED_CREDIT;
+		if (dep > keep && f->mbr_clock < dep - keep)
+			f->mbr_clock = dep - keep;
 		return DROP; // counted by the caller
+	}
 
 	f->avg_len = avg - (avg >> 3) + (len >> 3); // weight 1/8
 
-	f->mbr_clock = charge(f->mbr_clock, now, c->b_mbr, c->d_mbr);
+	f->mbr_clock = charge(f->mbr_clock, dep, c->b_mbr, c->d_mbr);
 	if (s)
 		s->clock = charge(s->clock, now, c->b_ambr, c->d_ambr);
 	if (verdict == PASS_GBR) {
