@@ -40,7 +40,15 @@ func aptOptions(cacheDir string, s *series) ([]string, error) {
 			return nil, fmt.Errorf("apt sources for %s: %w", s.suite, err)
 		}
 	}
+	// An empty dpkg status: with the host's, a kernel installed on the
+	// host (a linux-headers package pulls its image in) is listed by this
+	// source too, which then cannot download it.
+	status := filepath.Join(dir, "status")
+	if err := os.WriteFile(status, nil, 0o644); err != nil {
+		return nil, fmt.Errorf("apt sources for %s: %w", s.suite, err)
+	}
 	return []string{
+		"-o", "Dir::State::status=" + status,
 		"-o", "Dir::Etc::SourceList=" + list,
 		"-o", "Dir::Etc::SourceParts=" + filepath.Join(dir, "sources.list.d"),
 		"-o", "Dir::State::Lists=" + filepath.Join(dir, "lists"),
