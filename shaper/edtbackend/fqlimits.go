@@ -29,3 +29,28 @@ func horizonLimits(rate uint64, budget time.Duration) (limit, flowLimit uint32) 
 	n = min(n, 1<<24) // a bound on a leaf's memory, whatever the link
 	return uint32(max(n, fqDefaultLimit)), uint32(max(n, fqDefaultFlowLimit))
 }
+
+// Flow table sizes of the shared leaves, as log2 of fq's buckets: fq
+// keeps each flow it has seen in the last 3 s in a red-black tree per
+// bucket, 1024 buckets unless told, so with a million flows each lookup
+// walked a tree of a thousand, a cache miss a level.
+const (
+	fqFlowsPerBucket = 4
+	fqMinBucketsLog  = 10 // fq's default
+	fqMaxBucketsLog  = 18 // fq's largest (256 Ki buckets, 2 MiB a leaf)
+)
+
+// bucketsLog sizes a shared leaf's flow table for the flows of room
+// sessions (0: DefaultSessions), two a session as the maps are sized
+// (pacerFor), fqFlowsPerBucket a bucket.
+func bucketsLog(room int) uint32 {
+	if room <= 0 {
+		room = DefaultSessions
+	}
+	flows := uint64(2 * room)
+	log := uint32(fqMinBucketsLog)
+	for log < fqMaxBucketsLog && uint64(fqFlowsPerBucket)<<log < flows {
+		log++
+	}
+	return log
+}

@@ -53,7 +53,7 @@ func TestGuaranteedLeafHoldsTheHorizon(t *testing.T) {
 // keeps fq's default flow_limit, never drops a packet the clocks were
 // charged for.
 func TestNonGBRLeafHoldsWhatThePacerSchedules(t *testing.T) {
-	for _, c := range tree(shaper.DefaultPolicy(30e6), 0, 58) {
+	for _, c := range tree(shaper.DefaultPolicy(30e6), 0, 58, 0) {
 		if c.Minor != MinorNonGBR {
 			continue
 		}
@@ -63,6 +63,26 @@ func TestNonGBRLeafHoldsWhatThePacerSchedules(t *testing.T) {
 		}
 		if limit <= edt.DefaultFlowAhead {
 			t.Errorf("non-GBR leaf flow_limit %d, the pacer schedules up to %d of a flow ahead", limit, edt.DefaultFlowAhead)
+		}
+	}
+}
+
+// A shared leaf's flow table has a bucket for every 4 flows the maps
+// hold (two a session), from fq's own 1024 up to its largest, 2^18 (a
+// million sessions); the default 65,536 sessions get 2^15.
+func TestSharedLeavesFlowTable(t *testing.T) {
+	for room, want := range map[int]uint32{0: 15, 1: 10, 2048: 10, 2049: 11, 1 << 16: 15, 1 << 20: 18, 1 << 25: 18} {
+		if got := bucketsLog(room); got != want {
+			t.Errorf("bucketsLog(%d sessions) = %d, want %d", room, got, want)
+		}
+	}
+	for _, c := range tree(shaper.DefaultPolicy(30e6), 0, 58, 1<<16) {
+		want := uint32(15)
+		if c.Role != shaper.RoleShared {
+			want = 0
+		}
+		if c.FqBucketsLog != want {
+			t.Errorf("class %s: buckets log %d, want %d", c.Name, c.FqBucketsLog, want)
 		}
 	}
 }

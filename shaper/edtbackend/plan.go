@@ -49,6 +49,9 @@ type Class struct {
 	Overhead      uint16 // bytes each packet's rate spec adds back (the link class)
 	// FqLimit and FqFlowLimit are the leaf's packet limits (0: fq's own).
 	FqLimit, FqFlowLimit uint32
+	// FqBucketsLog is log2 of the leaf's flow table size (0: fq's own,
+	// 1024 buckets): bucketsLog.
+	FqBucketsLog uint32
 	// Prio is HTB's priority: a lower one borrows first.
 	Prio uint32
 }
@@ -120,7 +123,7 @@ func makePlan(flows []shaper.Flow, pol shaper.Policy, rank func(*shaper.Flow) in
 		gbrSum += pf.Spec.GBR
 		p.Flows = append(p.Flows, pf)
 	}
-	p.Classes = tree(pol, gbrSum, p.Overhead)
+	p.Classes = tree(pol, gbrSum, p.Overhead, p.Room)
 	return p
 }
 
@@ -147,7 +150,8 @@ func planFlow(pol shaper.Policy, f shaper.Flow, id uint32, ambr uint64) PlannedF
 	return PlannedFlow{ID: id, Flow: f, Spec: s}
 }
 
-// tree is the fixed tree for a link whose admitted GBRs add up to gbrSum.
+// tree is the fixed tree for a link whose admitted GBRs add up to gbrSum,
+// its shared leaves' flow tables sized for room sessions (bucketsLog).
 //
 // The guaranteed class holds what the GBR meter lets through, never more
 // than the GBRs (and the meter's bursts), so it borrows first (prio 0): a
@@ -161,16 +165,18 @@ func planFlow(pol shaper.Policy, f shaper.Flow, id uint32, ambr uint64) PlannedF
 // the non-GBR flows lost every stall of the host to the catch-up: the GBR
 // flows' packets, scheduled up to their horizon ahead, left as soon as
 // the host ran again, so the link time lost came out of best effort alone.
-func tree(pol shaper.Policy, gbrSum uint64, overhead uint32) []Class {
+func tree(pol shaper.Policy, gbrSum uint64, overhead uint32, room int) []Class {
 	link := pol.LinkRate
 	dflt := min(max(pol.DefaultRate, shaper.MinRate), link)
 	limit, flowLimit := horizonLimits(link, pol.MaxBudget())
+	buckets := bucketsLog(room)
 	return []Class{
 		{Minor: MinorLink, Role: shaper.RoleLink, Name: "link", Rate: link, Ceil: link, Overhead: uint16(overhead)},
 		{Minor: MinorDefault, Parent: MinorLink, Role: shaper.RoleDefault, Name: "default", Rate: dflt, Ceil: link, Prio: 1},
 		{Minor: MinorGuaranteed, Parent: MinorLink, Role: shaper.RoleShared, Name: "guaranteed", Rate: max(gbrSum, shaper.MinRate), Ceil: link,
-			FqLimit: limit, FqFlowLimit: flowLimit},
-		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: nonGBRRate(link, gbrSum), Ceil: link, Prio: 1},
+			FqLimit: limit, FqFlowLimit: flowLimit, FqBucketsLog: buckets},
+		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: nonGBRRate(link, gbrSum), Ceil: link, Prio: 1,
+			FqBucketsLog: buckets},
 	}
 }
 

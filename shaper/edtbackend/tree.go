@@ -92,8 +92,8 @@ func treeRequests(link netlink.Link, p *Plan, withRoot bool) ([]*nl.NetlinkReque
 
 // fqRequest creates or replaces class c's fq leaf, with the orphan mask
 // that keeps the program's flows apart (vishvananda/netlink sends no
-// orphan mask) and c's packet limits (fq's own when 0: a replace that
-// names none resets them).
+// orphan mask), c's packet limits (fq's own when 0: a replace that
+// names none resets them) and its flow table size.
 func fqRequest(ifindex int, c Class) *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_REPLACE)
 	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifindex), Handle: uint32(c.Minor) << 16, Parent: ClassID(c.Minor)})
@@ -103,6 +103,7 @@ func fqRequest(ifindex int, c Class) *nl.NetlinkRequest {
 	limit, flowLimit := leafLimits(c)
 	opts.AddRtAttr(nl.TCA_FQ_PLIMIT, nl.Uint32Attr(limit))
 	opts.AddRtAttr(nl.TCA_FQ_FLOW_PLIMIT, nl.Uint32Attr(flowLimit))
+	opts.AddRtAttr(nl.TCA_FQ_BUCKETS_LOG, nl.Uint32Attr(leafBucketsLog(c)))
 	req.AddData(opts)
 	return req
 }
@@ -164,7 +165,15 @@ func leafLimits(c Class) (limit, flowLimit uint32) {
 // sameLeaf reports whether fq (nil: none) is the leaf c's plan wants.
 func sameLeaf(fq *netlink.Fq, c Class) bool {
 	limit, flowLimit := leafLimits(c)
-	return fq != nil && fq.PacketLimit == limit && fq.FlowPacketLimit == flowLimit
+	return fq != nil && fq.PacketLimit == limit && fq.FlowPacketLimit == flowLimit && fq.Buckets == leafBucketsLog(c)
+}
+
+// leafBucketsLog is log2 of c's fq leaf's flow table size.
+func leafBucketsLog(c Class) uint32 {
+	if c.FqBucketsLog == 0 {
+		return fqMinBucketsLog
+	}
+	return c.FqBucketsLog
 }
 
 // deleteRoot removes our root qdisc (and with it every class and leaf).

@@ -277,7 +277,7 @@ func (b *Backend) fitsAfter(p *Plan, seids []uint64, olds map[uint64]map[uint32]
 // updateTree rewrites the tree when the ledger's GBR sum gives it other
 // rates than p's.
 func (b *Backend) updateTree(p *Plan, in *incremental, rep *shaper.Report) error {
-	classes := tree(in.cpol, in.led.GBRSum(), p.Overhead)
+	classes := tree(in.cpol, in.led.GBRSum(), p.Overhead, p.Room)
 	if slices.Equal(classes, p.Classes) {
 		return nil
 	}
