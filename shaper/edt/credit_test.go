@@ -142,7 +142,7 @@ func creditThenMBR(t *testing.T, ts []uint64, free int, why string) {
 // session's pace and then keeps to its MBR. With the idle credit it would
 // leave above its MBR after every stretch its session held it back.
 func TestRefusedFlowKeepsLittleCredit(t *testing.T) {
-	p := creditScene(t, 140) // the session's clock about 1.06 s ahead
+	p := creditScene(t, 160) // the session's clock about 1.22 s ahead: beyond the budget for 0.2 s
 	if verdict, _ := run(t, p, 1, frame(1000)); verdict != actShot {
 		t.Fatalf("flow 1's packet passed with the session's clock beyond its budget; want TC_ACT_SHOT")
 	}
@@ -164,4 +164,41 @@ func TestRefusedFlowKeepsLittleCredit(t *testing.T) {
 func TestMBRCreditCountsFromDeparture(t *testing.T) {
 	p := creditScene(t, 80) // the session's clock about 0.58 s ahead
 	creditThenMBR(t, departures(t, p, 11), 9, "its burst, then its MBR")
+}
+
+// A refused flow's MBR clock stays within the flow's own budget, however
+// far ahead its session's clock lay (another flow of the session may have
+// a longer budget): when a new AMBR starts the session's clock again, the
+// flow's next packet passes at once rather than wait out the old clock.
+func TestRefusedFlowFollowsANewAMBR(t *testing.T) {
+	p := loadForTest(t, testOptions())
+	const ambr = 100_000 // 80 ms a 1000-byte packet
+	if err := p.AddSession(1, ambr); err != nil {
+		t.Fatal(err)
+	}
+	for id, s := range map[uint32]FlowSpec{
+		1: {Marks: []uint32{1}, Session: 1, MBR: 1e6, DelayBudget: 100 * time.Millisecond, Class: classNonGBR},
+		2: {Marks: []uint32{2}, Session: 1, DelayBudget: time.Hour, Class: classNonGBR},
+	} {
+		if err := p.AddFlow(id, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 125 { // the session's clock 10 s ahead
+		run(t, p, 2, frame(1000))
+	}
+	if verdict, _ := run(t, p, 1, frame(1000)); verdict != actShot {
+		t.Fatal("flow 1's packet passed with the session's clock 10 s ahead of its 100 ms budget")
+	}
+	if err := p.SetSessionAMBR(1, ambr); err != nil {
+		t.Fatal(err)
+	}
+	before := monoNow(t)
+	verdict, out := run(t, p, 1, frame(1000))
+	if verdict == actShot {
+		t.Fatal("flow 1's packet dropped after its session's new AMBR: its MBR clock kept the old session clock")
+	}
+	if ahead := int64(out.tstamp()) - int64(before); ahead > int64(100*time.Millisecond) {
+		t.Errorf("flow 1's packet leaves %v ahead, beyond its 100 ms budget", time.Duration(ahead))
+	}
 }

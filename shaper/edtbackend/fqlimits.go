@@ -40,9 +40,9 @@ const (
 	fqMaxBucketsLog  = 18 // fq's largest (256 Ki buckets, 2 MiB a leaf)
 )
 
-// bucketsLog sizes a shared leaf's flow table for the flows of room
-// sessions (0: DefaultSessions), two a session as the maps are sized
-// (pacerFor), fqFlowsPerBucket a bucket.
+// bucketsLog sizes a shared leaf's flow table for the flows of the room
+// sessions the policy asks for (0: DefaultSessions), two a session as the
+// maps count them (pacerFor), fqFlowsPerBucket a bucket.
 func bucketsLog(room int) uint32 {
 	if room <= 0 {
 		room = DefaultSessions

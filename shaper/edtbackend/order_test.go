@@ -15,10 +15,11 @@ import (
 )
 
 // On a device without the edt tree, Apply attaches the program before it
-// writes the tree: a marked flow's packets, sent all through the apply,
-// never land in the tree's default class. With the tree written first
-// they did, for as long as the maps, the pins and the attachment took,
-// and that class then drained them unpaced. Needs sch_fq (the VM).
+// writes the tree, and the tree's default class last: a marked flow's
+// packets, sent all through the apply, never land in the default class.
+// With the tree written first they did, for as long as the maps, the pins
+// and the attachment took, and that class then drained them unpaced.
+// Needs sch_fq (the VM).
 func TestIntegrationApplyClassifiesFromTheFirstPacket(t *testing.T) {
 	ns, dev := edtDevice(t, "eo-", "ebo")
 	ns.Run(t, "sysctl", "-qw", "net.ipv6.conf."+dev+".disable_ipv6=1") // no unmarked packets of the kernel's own
@@ -26,6 +27,8 @@ func TestIntegrationApplyClassifiesFromTheFirstPacket(t *testing.T) {
 	ns.Run(t, "ip", "neigh", "add", "10.97.0.2", "lladdr", "02:00:00:00:00:02", "dev", dev) // no ARP either
 	conn := markedUDP(t, ns.Do, 0x10)                                                       // flow A's mark
 	stop, done := make(chan struct{}), sync.WaitGroup{}
+	stopped := sync.OnceFunc(func() { close(stop); done.Wait() })
+	t.Cleanup(stopped)
 	done.Add(1)
 	go func() {
 		defer done.Done()
@@ -43,12 +46,10 @@ func TestIntegrationApplyClassifiesFromTheFirstPacket(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // traffic before the tree
 	b := openIn(t, ns, dev)
 	if _, err := b.Apply(context.Background(), testFlows(), testPolicy(), shaper.ApplyOptions{Strict: true}); err != nil {
-		close(stop)
 		t.Fatalf("apply: %v", err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	close(stop)
-	done.Wait()
+	stopped()
 	if n := classPackets(t, ns.Run(t, "tc", "-s", "class", "show", "dev", dev, "classid", Handle(MinorDefault))); n != 0 {
 		t.Errorf("the default class %s sent %d packets of a flow the program paces: the tree took packets before the program was attached", Handle(MinorDefault), n)
 	}

@@ -324,9 +324,9 @@ static __always_inline __u32 by_gtpu(struct __sk_buff *skb, __u32 *id)
 	return *id;
 }
 
-// Packets of its mean size a flow keeps as credit when its session's
-// AMBR refuses one of them (advance): its departures may then lie that
-// far above its MBR in any window, and no further.
+// Packets a flow keeps as credit when its session's AMBR refuses one of
+// them (advance): the time it was refused is not idle time, so it is no
+// credit; idle time still is, up to the burst.
 #define REFUSED_CREDIT 4
 
 // Verdicts of advance().
@@ -354,11 +354,13 @@ static __always_inline __u64 charge(__u64 clock, __u64 at, __u64 burst, __u64 d)
 	return (clock > floor ? clock : floor) + d;
 }
 
-// Per packet: its time at each clock's rate (d_*) and each clock's credit
-// (b_*: the burst's time at that rate), computed outside the lock.
+// Per packet: its time at each clock's rate (d_*), each clock's credit
+// (b_*: the burst's time at that rate) and what a refused packet leaves
+// its flow (refused: REFUSED_CREDIT packets of this one's size at the
+// MBR), computed outside the lock.
 struct cost {
 	__u64 d_mbr, d_gbr, d_ambr;
-	__u64 b_mbr, b_ambr;
+	__u64 b_mbr, b_ambr, refused;
 	__u64 mbr, ambr; // the rates (bit/s; 0: no clock)
 	__u64 ahead;     // config.flow_ahead
 };
@@ -400,21 +402,29 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 	else if (c->ahead)
 		horizon = excess_horizon(horizon, c, avg);
 	if (dep - now > horizon) {
-		// A refused packet shows the flow was not idle: it keeps no
-		// more credit than REFUSED_CREDIT packets for the time its
-		// session's AMBR clock held it back (its MBR clock stands at dep
-		// otherwise), or it would leave above its MBR once the session
-		// lets it. Those few let it take the session's next slots after
-		// losing some to flows not held by an MBR of their own.
-		__u64 keep = tx_ns(avg, c->mbr) * REFUSED_CREDIT;
-		if (dep > keep && f->mbr_clock < dep - keep)
-			f->mbr_clock = dep - keep;
+		// A refused packet shows the flow was not idle: the time its
+		// session's AMBR clock held it back is no idle credit (its MBR
+		// clock stands at dep otherwise), or it would leave above its
+		// MBR once the session lets it. It keeps REFUSED_CREDIT packets
+		// to take the session's next slots after losing some to flows
+		// not held by an MBR of their own. The clock stays within the
+		// flow's own horizon: the session's clock may lie further ahead
+		// (another flow's budget) and be reset by a new AMBR.
+		if (c->mbr) {
+			__u64 keep = c->refused;
+			__u64 at = dep > keep ? dep - keep : 0;
+			if (at > now + horizon)
+				at = now + horizon;
+			if (f->mbr_clock < at)
+				f->mbr_clock = at;
+		}
 		return DROP; // counted by the caller
 	}
 
 	f->avg_len = avg - (avg >> 3) + (len >> 3); // weight 1/8
 
-	f->mbr_clock = charge(f->mbr_clock, dep, c->b_mbr, c->d_mbr);
+	if (c->mbr)
+		f->mbr_clock = charge(f->mbr_clock, dep, c->b_mbr, c->d_mbr);
 	if (s)
 		s->clock = charge(s->clock, now, c->b_ambr, c->d_ambr);
 	if (verdict == PASS_GBR) {
@@ -476,6 +486,7 @@ int edt_egress(struct __sk_buff *skb)
 	__u64 mbr = READ_ONCE(f->mbr_bps);
 	struct cost c = {
 		.d_mbr = tx_ns(len, mbr),
+		.refused = tx_ns(len, mbr) * REFUSED_CREDIT,
 		.d_gbr = tx_ns(len, READ_ONCE(f->gbr_bps)),
 		.b_mbr = tx_ns(burst, mbr),
 		.mbr = mbr,
