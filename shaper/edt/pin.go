@@ -101,29 +101,9 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 			return nil, false, fmt.Errorf("edt: open pinned map %s: %w", mpath, err)
 		}
 	}
-	// An older program's config is shorter (default class, overhead):
-	// read the value whole and take the fields it has.
-	raw := make([]byte, p.objs.Config.ValueSize())
-	if err := p.objs.Config.Lookup(uint32(0), &raw); err != nil {
-		return nil, false, fmt.Errorf("edt: pinned map config: %w", err)
-	}
-	var cfg edtEdtConfig
-	if len(raw) >= 8 {
-		cfg.Overhead = binary.NativeEndian.Uint32(raw[4:])
-	}
-	if len(raw) >= 12 {
-		cfg.L2Len = binary.NativeEndian.Uint32(raw[8:])
-	}
-	// A program older than the idle credit has 0 there (its padding).
-	if len(raw) >= 16 {
-		cfg.Burst = binary.NativeEndian.Uint32(raw[12:])
-	}
-	if len(raw) >= 20 {
-		cfg.FlowAhead = binary.NativeEndian.Uint32(raw[16:])
-	}
-	// A program older than the fingerprint has none: it is not this one.
-	if len(raw) >= 28 {
-		cfg.Code = Code{binary.NativeEndian.Uint32(raw[20:]), binary.NativeEndian.Uint32(raw[24:])}
+	cfg, hasL2, err := pinnedConfig(p.objs.Config)
+	if err != nil {
+		return nil, false, err
 	}
 	p.opts = LoadOptions{
 		Sessions:    int(p.objs.Sessions.MaxEntries()),
@@ -131,7 +111,7 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		Marks:       int(p.objs.Marks.MaxEntries()),
 		Preallocate: p.objs.Flows.Flags()&noPrealloc == 0,
 		Overhead:    cfg.Overhead,
-		L3:          len(raw) >= 12 && cfg.L2Len == 0,
+		L3:          hasL2 && cfg.L2Len == 0,
 		Burst:       cfg.Burst,
 		FlowAhead:   cfg.FlowAhead,
 		noKeys:      p.opts.noKeys,
@@ -145,4 +125,25 @@ func OpenPinned(pins classify.Pins) (p *Pacer, ok bool, err error) {
 		p.opts.Rules = int(p.objs.Rules.MaxEntries())
 	}
 	return p, true, nil
+}
+
+// pinnedConfig reads a pinned program's config. An older program's is
+// shorter (default class, overhead): the value is read whole and the
+// fields it has are taken; hasL2 says it has l2_len.
+func pinnedConfig(m *ebpf.Map) (cfg edtEdtConfig, hasL2 bool, err error) {
+	raw := make([]byte, m.ValueSize())
+	if err := m.Lookup(uint32(0), &raw); err != nil {
+		return cfg, false, fmt.Errorf("edt: pinned map config: %w", err)
+	}
+	field := func(off int) uint32 {
+		if len(raw) < off+4 {
+			return 0
+		}
+		return binary.NativeEndian.Uint32(raw[off:])
+	}
+	// A program older than the idle credit has 0 at burst (its padding);
+	// one older than the fingerprint has none: it is not this one.
+	cfg.Overhead, cfg.L2Len, cfg.Burst, cfg.FlowAhead = field(4), field(8), field(12), field(16)
+	cfg.Code = Code{field(20), field(24)}
+	return cfg, len(raw) >= 12, nil
 }
