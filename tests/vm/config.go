@@ -85,4 +85,8 @@ type Result struct {
 	// WorkDir is the host directory shared read-write as GuestWorkDir; the
 	// scenario may leave files there. Run removes it when the test ends.
 	WorkDir string
+	// Retried is why the guest was booted a second time ("": it was
+	// not): a first boot that hung silent or whose kernel panicked
+	// before any module was loaded.
+	Retried string
 }

@@ -103,10 +103,18 @@ func RunContext(ctx context.Context, workDir string, cfg Config) (*Result, error
 		return nil, err
 	}
 	res, err := runQEMU(ctx, k, initrd, workDir, p.repo, cfg)
-	if errors.Is(err, errSilentBoot) && ctx.Err() == nil {
-		// Rarely a TCG guest hangs before its first console line; the
-		// guest ran nothing, so booting it again is the same run.
+	if (errors.Is(err, errSilentBoot) || errors.Is(err, errBootPanic)) && ctx.Err() == nil {
+		// Rarely a TCG guest hangs before its first console line, or its
+		// kernel panics while booting, before any module is loaded (6.12:
+		// an oops in the timer code, as if an instruction the kernel was
+		// patching on another CPU ran half written). The guest ran
+		// nothing of ours, so booting it again is the same run; the first
+		// boot is kept in Result.Retried.
+		first := err
 		res, err = runQEMU(ctx, k, initrd, workDir, p.repo, cfg)
+		if res != nil {
+			res.Retried = first.Error()
+		}
 	}
 	if res != nil {
 		res.Kernel = k.Release
@@ -171,6 +179,25 @@ const silentBootLimit = 90 * time.Second
 
 // errSilentBoot is a guest that printed nothing before silentBootLimit.
 var errSilentBoot = errors.New("vm guest hung before its first console line")
+
+// errBootPanic is a guest kernel that panicked before the scenario began
+// and before any module was loaded (bootPanic).
+var errBootPanic = errors.New("vm guest kernel panicked while booting, before any module was loaded")
+
+// bootPanic reports whether console shows a kernel panic whose report
+// lists no loaded module: the kernel's own boot, not a module of ours or
+// the scenario.
+func bootPanic(console string) bool {
+	if !strings.Contains(console, "Kernel panic - not syncing") {
+		return false
+	}
+	for _, l := range strings.Split(console, "\n") {
+		if _, mods, ok := strings.Cut(l, "Modules linked in:"); ok && strings.TrimSpace(mods) != "" {
+			return false
+		}
+	}
+	return strings.Contains(console, "Modules linked in:")
+}
 
 func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg Config) (*Result, error) {
 	args := []string{
@@ -303,6 +330,8 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 			stage = "running the scenario"
 		}
 		return res, fmt.Errorf("vm guest %s while %s (qemu killed); console tail:\n%s", what, stage, tail(res.Console, 30))
+	case !ended && !began && bootPanic(res.Console):
+		return res, fmt.Errorf("%w; console tail:\n%s", errBootPanic, tail(res.Console, 30))
 	case !ended:
 		return res, fmt.Errorf("vm guest stopped without reporting an exit code (qemu: %v %s); console tail:\n%s",
 			werr, strings.TrimSpace(stderr.String()), tail(res.Console, 30))

@@ -61,6 +61,9 @@ func Run(tb testing.TB, cfg Config) *Result {
 	if err != nil {
 		tb.Fatalf("%v", err)
 	}
+	if res.Retried != "" {
+		tb.Logf("vm: booted a second time; the first boot: %s", res.Retried)
+	}
 	tb.Logf("vm: kernel %s, boot %s, scenario %s, exit %d",
 		res.Kernel, res.Boot.Round(100*time.Millisecond), res.Scenario.Round(100*time.Millisecond), res.ExitCode)
 	if len(res.KernelErrors) > 0 && !cfg.AllowKernelErrors {
