@@ -1,17 +1,19 @@
 package edt
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"sync"
 )
 
-// Code is a fingerprint of the program's instructions: the kernel's
-// program tag (a hash of them, map references left out) computed from the
-// embedded object. Load stores it in the config map, so that a gtpqos that
-// adopts a pinned program can tell whether that program does this
-// gtpqos's arithmetic or an older one's, whose maps may look the same.
+// Code is a fingerprint of the program's instructions: the first 8 bytes
+// of the SHA-256 of the embedded object's instructions (map references
+// unresolved, so the same object gives the same code wherever it is
+// loaded; comments and debug info do not count). Load stores it in the
+// config map, so that a gtpqos that adopts a pinned program can tell
+// whether that program does this gtpqos's arithmetic or an older one's,
+// whose maps may look the same.
 type Code [2]uint32
 
 // ownCode is the fingerprint of the program this gtpqos embeds.
@@ -20,15 +22,12 @@ var ownCode = sync.OnceValues(func() (Code, error) {
 	if err != nil {
 		return Code{}, fmt.Errorf("edt: %w", err)
 	}
-	tag, err := spec.Programs[edtProgEdtEgress].Tag()
-	if err != nil {
-		return Code{}, fmt.Errorf("edt: program tag: %w", err)
+	h := sha256.New()
+	if err := spec.Programs[edtProgEdtEgress].Instructions.Marshal(h, binary.LittleEndian); err != nil {
+		return Code{}, fmt.Errorf("edt: fingerprint the program: %w", err)
 	}
-	b, err := hex.DecodeString(tag)
-	if err != nil || len(b) != 8 {
-		return Code{}, fmt.Errorf("edt: program tag %q is not 8 bytes of hex", tag)
-	}
-	return Code{binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])}, nil
+	sum := h.Sum(nil)
+	return Code{binary.BigEndian.Uint32(sum), binary.BigEndian.Uint32(sum[4:])}, nil
 })
 
 // OwnCode reports whether the program runs this gtpqos's instructions:
