@@ -86,7 +86,7 @@ type Result struct {
 	// scenario may leave files there. Run removes it when the test ends.
 	WorkDir string
 	// Retried is why the guest was booted a second time ("": it was
-	// not): a first boot that hung silent or whose kernel panicked
-	// before any module was loaded.
+	// not): a first boot that hung silent, whose kernel panicked before
+	// any module was loaded, or that stalled before the scenario began.
 	Retried string
 }

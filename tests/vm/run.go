@@ -103,13 +103,14 @@ func RunContext(ctx context.Context, workDir string, cfg Config) (*Result, error
 		return nil, err
 	}
 	res, err := runQEMU(ctx, k, initrd, workDir, p.repo, cfg)
-	if (errors.Is(err, errSilentBoot) || errors.Is(err, errBootPanic)) && ctx.Err() == nil {
-		// Rarely a TCG guest hangs before its first console line, or its
+	if (errors.Is(err, errSilentBoot) || errors.Is(err, errBootPanic) || errors.Is(err, errBootStall)) && ctx.Err() == nil {
+		// Rarely a TCG guest hangs before its first console line, its
 		// kernel panics while booting, before any module is loaded (6.12:
 		// an oops in the timer code, as if an instruction the kernel was
-		// patching on another CPU ran half written). The guest ran
-		// nothing of ours, so booting it again is the same run; the first
-		// boot is kept in Result.Retried.
+		// patching on another CPU ran half written), or its timers stop
+		// while it boots (an RCU stall). The guest ran nothing of the
+		// scenario, so booting it again is the same run; the first boot
+		// is kept in Result.Retried.
 		first := err
 		res, err = runQEMU(ctx, k, initrd, workDir, p.repo, cfg)
 		if res != nil {
@@ -184,6 +185,16 @@ var errSilentBoot = errors.New("vm guest hung before its first console line")
 // and before any module was loaded (bootPanic).
 var errBootPanic = errors.New("vm guest kernel panicked while booting, before any module was loaded")
 
+// errBootStall is a guest whose kernel reported an RCU stall before the
+// scenario began (bootStallLine).
+var errBootStall = errors.New("vm guest kernel stalled while booting (RCU stall before the scenario began)")
+
+// bootStallLine starts the kernel's RCU stall report. Before the scenario
+// it has meant a TCG guest whose timers stopped firing on a CPU while it
+// booted ("timer wakeup didn't happen"), which then never reached the
+// scenario.
+const bootStallLine = "rcu: INFO: rcu_preempt detected stalls"
+
 // bootPanic reports whether console shows a kernel panic whose report
 // lists no loaded module: the kernel's own boot, not a module of ours or
 // the scenario.
@@ -254,7 +265,7 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 
 	res := &Result{ExitCode: -1}
 	var console, output strings.Builder
-	var began, ended bool
+	var began, ended, stalled bool
 	var beginAt time.Time
 	failMsg := ""
 	br := bufio.NewReader(stdout)
@@ -265,6 +276,11 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 			line = strings.TrimRight(line, "\r\n")
 			console.WriteString(line + "\n")
 			switch {
+			case !began && strings.Contains(line, bootStallLine):
+				// The guest's timers stopped while it booted (TCG): it
+				// would sit out the whole timeout.
+				stalled = true
+				killOnce.Do(func() { _ = cmd.Process.Kill() })
 			case !began && strings.Contains(line, markBegin):
 				began, beginAt = true, time.Now()
 				res.Boot = beginAt.Sub(start)
@@ -330,6 +346,8 @@ func runQEMU(ctx context.Context, k *Kernel, initrd, workDir, repo string, cfg C
 			stage = "running the scenario"
 		}
 		return res, fmt.Errorf("vm guest %s while %s (qemu killed); console tail:\n%s", what, stage, tail(res.Console, 30))
+	case stalled:
+		return res, fmt.Errorf("%w; console tail:\n%s", errBootStall, tail(res.Console, 30))
 	case !ended && !began && bootPanic(res.Console):
 		return res, fmt.Errorf("%w; console tail:\n%s", errBootPanic, tail(res.Console, 30))
 	case !ended:
