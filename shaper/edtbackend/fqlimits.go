@@ -1,6 +1,9 @@
 package edtbackend
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // fq's own limits, which a leaf keeps unless the plan sizes it.
 const (
@@ -47,10 +50,6 @@ func bucketsLog(room int) uint32 {
 	if room <= 0 {
 		room = DefaultSessions
 	}
-	flows := uint64(2 * room)
-	log := uint32(fqMinBucketsLog)
-	for log < fqMaxBucketsLog && uint64(fqFlowsPerBucket)<<log < flows {
-		log++
-	}
-	return log
+	buckets := (uint64(2*room) + fqFlowsPerBucket - 1) / fqFlowsPerBucket
+	return uint32(min(max(bits.Len64(buckets-1), fqMinBucketsLog), fqMaxBucketsLog))
 }

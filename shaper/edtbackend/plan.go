@@ -172,11 +172,16 @@ func tree(pol shaper.Policy, gbrSum uint64, overhead uint32, room int) []Class {
 	buckets := bucketsLog(room)
 	return []Class{
 		{Minor: MinorLink, Role: shaper.RoleLink, Name: "link", Rate: link, Ceil: link, Overhead: uint16(overhead)},
-		{Minor: MinorDefault, Parent: MinorLink, Role: shaper.RoleDefault, Name: "default", Rate: dflt, Ceil: link, Prio: 1},
 		{Minor: MinorGuaranteed, Parent: MinorLink, Role: shaper.RoleShared, Name: "guaranteed", Rate: max(gbrSum, shaper.MinRate), Ceil: link,
 			FqLimit: limit, FqFlowLimit: flowLimit, FqBucketsLog: buckets},
 		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: nonGBRRate(link, gbrSum), Ceil: link, Prio: 1,
 			FqBucketsLog: buckets},
+		// Last, as the tree is written in this order: HTB gives a packet
+		// whose class does not exist yet the default class, so a default
+		// class written before the shared ones held the packets the
+		// program had already put in those; without it yet they leave
+		// through HTB's direct queue.
+		{Minor: MinorDefault, Parent: MinorLink, Role: shaper.RoleDefault, Name: "default", Rate: dflt, Ceil: link, Prio: 1},
 	}
 }
 

@@ -70,7 +70,7 @@ func treeRequests(link netlink.Link, p *Plan, withRoot bool) ([]*nl.NetlinkReque
 	if withRoot {
 		reqs = append(reqs, htb.RootRequest(idx, rootID(), uint32(MinorDefault), p.Overhead))
 	}
-	for _, c := range writeOrder(p.Classes) {
+	for _, c := range p.Classes {
 		parent := rootID()
 		if c.Parent != 0 {
 			parent = ClassID(c.Parent)
@@ -88,25 +88,6 @@ func treeRequests(link netlink.Link, p *Plan, withRoot bool) ([]*nl.NetlinkReque
 		}
 	}
 	return reqs, nil
-}
-
-// writeOrder is the order treeRequests writes classes in: the default
-// class last. HTB gives a packet whose class does not exist yet the
-// default class, so with the default class written before the shared
-// ones, the packets the program had already put in those waited in the
-// default class's leaf; without a default class yet they leave through
-// HTB's direct queue.
-func writeOrder(classes []Class) []Class {
-	out := make([]Class, 0, len(classes))
-	var dflt []Class
-	for _, c := range classes {
-		if c.Minor == MinorDefault {
-			dflt = append(dflt, c)
-			continue
-		}
-		out = append(out, c)
-	}
-	return append(out, dflt...)
 }
 
 // fqRequest creates or replaces class c's fq leaf, with the orphan mask

@@ -354,13 +354,11 @@ static __always_inline __u64 charge(__u64 clock, __u64 at, __u64 burst, __u64 d)
 	return (clock > floor ? clock : floor) + d;
 }
 
-// Per packet: its time at each clock's rate (d_*), each clock's credit
-// (b_*: the burst's time at that rate) and what a refused packet leaves
-// its flow (refused: REFUSED_CREDIT packets of this one's size at the
-// MBR), computed outside the lock.
+// Per packet: its time at each clock's rate (d_*) and each clock's credit
+// (b_*: the burst's time at that rate), computed outside the lock.
 struct cost {
 	__u64 d_mbr, d_gbr, d_ambr;
-	__u64 b_mbr, b_ambr, refused;
+	__u64 b_mbr, b_ambr;
 	__u64 mbr, ambr; // the rates (bit/s; 0: no clock)
 	__u64 ahead;     // config.flow_ahead
 };
@@ -411,7 +409,7 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 		// flow's own horizon: the session's clock may lie further ahead
 		// (another flow's budget) and be reset by a new AMBR.
 		if (c->mbr) {
-			__u64 keep = c->refused;
+			__u64 keep = c->d_mbr * REFUSED_CREDIT;
 			__u64 at = dep > keep ? dep - keep : 0;
 			if (at > now + horizon)
 				at = now + horizon;
@@ -486,7 +484,6 @@ int edt_egress(struct __sk_buff *skb)
 	__u64 mbr = READ_ONCE(f->mbr_bps);
 	struct cost c = {
 		.d_mbr = tx_ns(len, mbr),
-		.refused = tx_ns(len, mbr) * REFUSED_CREDIT,
 		.d_gbr = tx_ns(len, READ_ONCE(f->gbr_bps)),
 		.b_mbr = tx_ns(burst, mbr),
 		.mbr = mbr,
