@@ -35,9 +35,9 @@ func TestLabDelayWithinBudget(t *testing.T) {
 	}
 	arm := ab.Arm{Name: "aware", Source: ff.Path, Flows: ff.Flows, Policy: ff.Policy,
 		Offered: map[string]float64{"A": 10e6, "B": 30e6, "C": 30e6}}
-	others := othersBusy()
+	others := testenv.OthersBusy()
 	failed, table := delayRun(t, l, target, arm)
-	if note := busyNote(others); len(failed) > 0 && note != "" {
+	if note := testenv.BusyNote(others); len(failed) > 0 && note != "" {
 		t.Logf("%s\n%d checks failed with %s (%s): running once more", table, len(failed), note, failed[0])
 		failed, table = delayRun(t, l, target, arm)
 	}

@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,24 +14,23 @@ import (
 const runTime = 8 * time.Second
 
 // The seed scenario with marks off: the aware arm, classified by (TEID,
-// QFI) from the GTP-U header, meets the lab issue's acceptance.
+// QFI) from the GTP-U header, meets the lab issue's acceptance. The
+// contract is not loosened for a loaded host: a run that missed it while
+// other work competed with the senders is run once more, and that run
+// decides.
 func TestStockUnmarkedSeedAware(t *testing.T) {
 	testenv.SkipShort(t)
 	l := newLab(t, lab.SeedPDRs())
 	seed := map[string]contract{"A": {15e6, 18e6}, "B": {5e6, 6e6}, "C": {0, 30e6}}
 	s := shape(t, l, flowsFor(l, seed), false)
-	got := run(t, l, runTime, 2, 1)
-	sc := l.Scale()
-	t.Logf("A %s  B %s  C %s", mbit(got["A"]), mbit(got["B"]), mbit(got["C"]))
-	if a := got["A"]; a < 0.95*15e6*sc || a > 18e6*sc {
-		t.Errorf("flow A %s: want >= 0.95 x GBR (%s) and <= MBR (%s)", mbit(a), mbit(0.95*15e6*sc), mbit(18e6*sc))
+	others := testenv.OthersBusy()
+	failed := seedAwareRun(t, l)
+	if note := testenv.BusyNote(others); len(failed) > 0 && note != "" {
+		t.Logf("%d checks failed with %s (%s): running once more", len(failed), note, failed[0])
+		failed = seedAwareRun(t, l)
 	}
-	if b := got["B"]; b > 1.05*6e6*sc {
-		t.Errorf("flow B %s: want <= 1.05 x MBR (%s)", mbit(b), mbit(1.05*6e6*sc))
-	}
-	ceiling := linkRate * sc * payload / frame
-	if agg := got["A"] + got["B"] + got["C"]; agg < 0.99*ceiling {
-		t.Errorf("aggregate %s: want >= 99%% of the payload ceiling %s", mbit(agg), mbit(ceiling))
+	for _, f := range failed {
+		t.Error(f)
 	}
 	pk, dflt := s.classPackets(t)
 	for _, n := range []string{"A", "B", "C"} {
@@ -47,6 +47,26 @@ func TestStockUnmarkedSeedAware(t *testing.T) {
 	}
 }
 
+// seedAwareRun drives the seed's traffic once through the shaped lab and
+// returns the rate checks that failed.
+func seedAwareRun(t *testing.T, l *lab.Lab) []string {
+	got := run(t, l, runTime, 2, 1)
+	sc := l.Scale()
+	t.Logf("A %s  B %s  C %s", mbit(got["A"]), mbit(got["B"]), mbit(got["C"]))
+	var failed []string
+	if a := got["A"]; a < 0.95*15e6*sc || a > 18e6*sc {
+		failed = append(failed, fmt.Sprintf("flow A %s: want >= 0.95 x GBR (%s) and <= MBR (%s)", mbit(a), mbit(0.95*15e6*sc), mbit(18e6*sc)))
+	}
+	if b := got["B"]; b > 1.05*6e6*sc {
+		failed = append(failed, fmt.Sprintf("flow B %s: want <= 1.05 x MBR (%s)", mbit(b), mbit(1.05*6e6*sc)))
+	}
+	ceiling := linkRate * sc * payload / frame
+	if agg := got["A"] + got["B"] + got["C"]; agg < 0.99*ceiling {
+		failed = append(failed, fmt.Sprintf("aggregate %s: want >= 99%% of the payload ceiling %s", mbit(agg), mbit(ceiling)))
+	}
+	return failed
+}
+
 // twoUEs are the lab's two sessions, both on QFI 2, with different contracts.
 var twoUEs = map[string]contract{"UE1": {15e6, 18e6}, "UE2": {5e6, 6e6}}
 
@@ -55,18 +75,33 @@ func TestStockTwoUEsSameQFI(t *testing.T) {
 	testenv.SkipShort(t)
 	l := newLab(t, lab.TwoUEPDRs())
 	s := shape(t, l, flowsFor(l, twoUEs), false)
-	got := run(t, l, runTime, 2, 1)
-	sc := l.Scale()
-	t.Logf("UE1 %s  UE2 %s", mbit(got["UE1"]), mbit(got["UE2"]))
-	for name, c := range twoUEs {
-		if g := got[name]; g < 0.95*c.gbr*sc || g > 1.05*c.mbr*sc {
-			t.Errorf("%s: %s, want >= 0.95 x GBR (%s) and <= 1.05 x MBR (%s)", name, mbit(g), mbit(0.95*c.gbr*sc), mbit(1.05*c.mbr*sc))
-		}
+	others := testenv.OthersBusy()
+	failed := twoUEsRun(t, l)
+	if note := testenv.BusyNote(others); len(failed) > 0 && note != "" {
+		t.Logf("%d checks failed with %s (%s): running once more", len(failed), note, failed[0])
+		failed = twoUEsRun(t, l)
+	}
+	for _, f := range failed {
+		t.Error(f)
 	}
 	pk, _ := s.classPackets(t)
 	if pk["UE1"] == 0 || pk["UE2"] == 0 {
 		t.Errorf("class packets %v: want both sessions' classes counting", pk)
 	}
+}
+
+// twoUEsRun drives both UEs' traffic once and returns the contracts missed.
+func twoUEsRun(t *testing.T, l *lab.Lab) []string {
+	got := run(t, l, runTime, 2, 1)
+	sc := l.Scale()
+	t.Logf("UE1 %s  UE2 %s", mbit(got["UE1"]), mbit(got["UE2"]))
+	var failed []string
+	for name, c := range twoUEs {
+		if g := got[name]; g < 0.95*c.gbr*sc || g > 1.05*c.mbr*sc {
+			failed = append(failed, fmt.Sprintf("%s: %s, want >= 0.95 x GBR (%s) and <= 1.05 x MBR (%s)", name, mbit(g), mbit(0.95*c.gbr*sc), mbit(1.05*c.mbr*sc)))
+		}
+	}
+	return failed
 }
 
 // The same scenario keyed by QFI alone: both sessions' flows land in one
