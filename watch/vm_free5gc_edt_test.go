@@ -32,6 +32,9 @@ for a in 2 3 4; do ip addr add 192.168.100.$a/32 dev lo; done
 ip addr add 10.200.0.9/32 dev lo
 ip route add 10.60.0.0/24 dev upfgtp
 ip neigh add 10.100.0.2 lladdr "$(cat /sys/class/net/n3p/address)" dev n3w
+# What left n3w, per GBR flow: u32 counters on the peer's ingress.
+tc qdisc add dev n3p clsact || fail "clsact on n3p"
+. ./rx.sh
 echo "===STATUS-BEGIN==="; ./gtpqos status --json --n3 n3w --n6 n6w --interval 0; echo "===STATUS-END==="
 echo "== tree"; tc qdisc show dev n3w; tc class show dev n3w
 # The loads run long enough for a guest the senders slow down (starting
@@ -40,8 +43,8 @@ echo "== tree"; tc qdisc show dev n3w; tc class show dev n3w
 LOADS=
 load() { ./udpload -src $1 -dst $2:9000 -rate $3 -for 90s & LOADS="$LOADS $!"; }
 phase() {
-	sleep 4; echo "===STATS $1 t1==="; ./classstats -dev n3w -edt
-	sleep 15; echo "===STATS $1 t2==="; ./classstats -dev n3w -edt
+	sleep 4; echo "===STATS $1 t1==="; ./classstats -dev n3w -edt -rx n3p
+	sleep 15; echo "===STATS $1 t2==="; ./classstats -dev n3w -edt -rx n3p
 	n=0; for p in $LOADS; do kill -0 $p 2>/dev/null && n=$((n+1)); done; echo "RUNNING $1 $n"
 	kill $LOADS; wait $LOADS 2>/dev/null; LOADS=
 	sleep 1 # fq's backlog drains
@@ -275,18 +278,25 @@ func edtFlows(s string) map[string]edtFlow {
 // judges the classes' (the window must be known to 0.5%).
 func edtWindow(t *testing.T, r1, r2, phase string) (w, slack float64) {
 	t.Helper()
+	return monoWindow(t, "EDTMONO", r1, r2, phase)
+}
+
+// monoWindow is the time between two readings framed by the named clock
+// frames (their midpoints) and its uncertainty.
+func monoWindow(t *testing.T, frame, r1, r2, phase string) (w, slack float64) {
+	t.Helper()
 	var mid, spread [2]float64
 	for i, r := range []string{r1, r2} {
-		m := regexp.MustCompile(`EDTMONO ([0-9.]+) ([0-9.]+)`).FindStringSubmatch(r)
+		m := regexp.MustCompile(frame + ` ([0-9.]+) ([0-9.]+)`).FindStringSubmatch(r)
 		if m == nil {
-			t.Fatalf("no clock reading of the program's counters in %s", phase)
+			t.Fatalf("no %s clock reading in %s", frame, phase)
 		}
 		a, _ := strconv.ParseFloat(m[1], 64)
 		b, _ := strconv.ParseFloat(m[2], 64)
 		mid[i], spread[i] = (a+b)/2, b-a
 	}
 	w, slack = mid[1]-mid[0], (spread[0]+spread[1])/2
-	t.Logf("%s: program counters read %.3f ± %.4f s apart", phase, w, slack)
+	t.Logf("%s: %s counters read %.3f ± %.4f s apart", phase, frame, w, slack)
 	if w <= 0 || slack > 0.005*w {
 		t.Fatalf("%s: readings %.3f s apart took %.3f and %.3f s: the window is not known to 0.5%%", phase, w, spread[0], spread[1])
 	}
@@ -306,15 +316,13 @@ func qdiscDrops(s string) (drops, backlog map[string]uint64) {
 
 // edtPhase is a phase of free5gcEDTScenario as the program and the tree
 // counted it, by flow handle: what each flow's packets passed the program
-// with (user IP bit/s), of that what went to the guaranteed class, and a
-// floor on what left the device: passed less the whole tree's backlog at
-// the second reading (only meaningful when the tree dropped nothing in the
-// window: drops counts the packets it did drop, the queue's share of which
-// flow is unknown); horizon, the packets the program dropped per flow in
-// the window (beyond its delay budget: offered above its clocks' rate).
+// with (user IP bit/s) and of that what went to the guaranteed class;
+// drops, the packets the tree's qdiscs dropped in the window, by parent;
+// horizon, the packets the program dropped per flow in the window (beyond
+// its delay budget: offered above its clocks' rate).
 type edtPhase struct {
-	passed, guaranteed, leftFloor map[string]rateBounds
-	drops, horizon                map[string]uint64
+	passed, guaranteed map[string]rateBounds
+	drops, horizon     map[string]uint64
 }
 
 func edtRates(t *testing.T, out, phase string) edtPhase {
@@ -325,13 +333,13 @@ func edtRates(t *testing.T, out, phase string) edtPhase {
 	}
 	window, slack := edtWindow(t, r1, r2, phase)
 	a, b := edtFlows(r1), edtFlows(r2)
-	p := edtPhase{passed: map[string]rateBounds{}, guaranteed: map[string]rateBounds{}, leftFloor: map[string]rateBounds{}, drops: map[string]uint64{}, horizon: map[string]uint64{}}
+	p := edtPhase{passed: map[string]rateBounds{}, guaranteed: map[string]rateBounds{}, drops: map[string]uint64{}, horizon: map[string]uint64{}}
 	bounds := func(bytes uint64) rateBounds {
 		bits := float64(bytes) * 8
 		return rateBounds{lo: bits / (window + slack), hi: bits / (window - slack)}
 	}
 	d1, _ := qdiscDrops(r1)
-	d2, backlog := qdiscDrops(r2)
+	d2, _ := qdiscDrops(r2)
 	for c, n := range d2 {
 		p.drops[c] = n - d1[c]
 	}
@@ -339,30 +347,103 @@ func edtRates(t *testing.T, out, phase string) edtPhase {
 		passed := f.bytes - a[h].bytes
 		p.horizon[h] = f.drops - a[h].drops
 		p.passed[h], p.guaranteed[h] = bounds(passed), bounds(f.gbrBytes-a[h].gbrBytes)
-		p.leftFloor[h] = bounds(passed - min(passed, backlog["root"]))
 	}
 	return p
 }
 
+// rxFlow is a GBR flow whose packets the EDT scenario counts as they
+// arrive at n3p (n3w's peer): a u32 filter on n3p's ingress matching the
+// gNB's TEID (outer IPv4 20 + UDP 8 + the GTP-U header's first 4 bytes)
+// and the QFI gtp5g writes into the PDU Session Container (byte 42, low 6
+// bits).
+type rxFlow struct {
+	name string
+	pref int
+	teid uint32
+	qfi  uint8
+	gbr  float64
+}
+
+// n3Encap is what an N3 packet at n3p's ingress carries around the user's
+// IP packet: outer IPv4 (20), UDP (8), GTP-U with its sequence, N-PDU and
+// next-extension fields and one PDU Session Container (16).
+const n3Encap = 44
+
+// rxFlows are free5gc.Quarter's GBR flows, A and B in UE 1's tunnel and D
+// in UE 2's.
+func rxFlows(ue1, ue2 *free5gc.Session) []rxFlow {
+	var out []rxFlow
+	for _, s := range []*free5gc.Session{ue1, ue2} {
+		for _, f := range s.Flows {
+			if f.GBR > 0 {
+				out = append(out, rxFlow{name: f.Name, pref: 10 + len(out), teid: s.GNBTEID, qfi: f.QFI, gbr: float64(f.GBR)})
+			}
+		}
+	}
+	return out
+}
+
+// rxCommands adds a counting filter per flow on n3p's ingress.
+func rxCommands(flows []rxFlow) string {
+	var b strings.Builder
+	for _, f := range flows {
+		fmt.Fprintf(&b, "tc filter add dev n3p ingress pref %d protocol ip u32 match u32 %d 0xffffffff at 32 match u8 %d 0x3f at 42 action ok || fail \"rx filter %s\"\n", f.pref, f.teid, f.qfi, f.name)
+	}
+	return b.String()
+}
+
+var rxRE = regexp.MustCompile(`(?m)^rx pref (\d+) bytes (\d+) pkts (\d+)$`)
+
+// rxRates are the user IP bit/s that arrived at n3p in a phase's window
+// (its RXMONO frames), by filter preference: what left n3w.
+func rxRates(t *testing.T, out, phase string) map[int]rateBounds {
+	t.Helper()
+	r1, r2 := between(out, "===STATS "+phase+" t1===", "==="), between(out, "===STATS "+phase+" t2===", "===")
+	window, slack := monoWindow(t, "RXMONO", r1, r2, phase)
+	read := func(r string) map[int]uint64 {
+		m := map[int]uint64{}
+		for _, x := range rxRE.FindAllStringSubmatch(r, -1) {
+			pref, _ := strconv.Atoi(x[1])
+			bytes, _ := strconv.ParseUint(x[2], 10, 64)
+			pkts, _ := strconv.ParseUint(x[3], 10, 64)
+			m[pref] = bytes - min(bytes, pkts*n3Encap)
+		}
+		return m
+	}
+	a, b := read(r1), read(r2)
+	rates := map[int]rateBounds{}
+	for pref, n := range b {
+		bits := float64(n-min(n, a[pref])) * 8
+		rates[pref] = rateBounds{lo: bits / (window + slack), hi: bits / (window - slack)}
+	}
+	return rates
+}
+
 // TestVMWatchFree5GCEDT drives `gtpqos watch` with backend edt on the real
 // patched gtp5g ($GTP5G_KO, mark mode auto: pdr) with free5GC's rule
-// shapes. Rates are the program's per-flow counters (user IP bytes of the
-// packets it passed into fq, read from the pinned maps): an upper bound
-// of what each flow sent, so the ceilings hold for what left the device:
-// the default flow alone ≤ AMBR + 1%; default + C ≤ AMBR + 1%, with the
-// session alone and under congestion; every flow ≤ its MBR + 1%. GBR flows
-// A, B and D under congestion: what left the device (passed less the
-// tree's backlog; judged only when the tree dropped nothing in the window)
-// ≥ GBR − 1%; the part the meter put in the guaranteed class is logged
-// (the meter gives a stalled sender no credit beyond its burst, so it
-// falls a few percent short of the GBR under TCG). After, UE 2's released session leaves no map entry and no class came or went.
+// shapes. Ceilings are judged on the program's per-flow counters (user IP
+// bytes of the packets it passed into fq, read from the pinned maps): an
+// upper bound of what each flow sent, so they hold for what left the
+// device: the default flow alone ≤ AMBR + 1%; default + C ≤ AMBR + 1%,
+// with the session alone and under congestion; every flow ≤ its MBR + 1%.
+// GBR flows A, B and D under congestion are judged on what left the
+// device, counted as it arrived at n3w's peer (a u32 filter per flow's
+// TEID and QFI): ≥ GBR − 1%; what the meter put in the guaranteed class is
+// logged. After, UE 2's released session leaves no map entry and no class
+// came or went.
 func TestVMWatchFree5GCEDT(t *testing.T) {
-	_, _, ue2 := free5gc.Quarter()
-	del := t.TempDir() + "/del2.sh"
-	if err := os.WriteFile(del, []byte(deleteCommands(free5gc.Build(false, ue2), ue2.SEID)), 0o644); err != nil {
+	_, q1, q2 := free5gc.Quarter()
+	dir := t.TempDir()
+	del, rx := dir+"/del2.sh", dir+"/rx.sh"
+	if err := os.WriteFile(del, []byte(deleteCommands(free5gc.Build(false, q2), q2.SEID)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, ue1, ue2 := runFree5GCWith(t, free5gcEDTScenario, "auto", map[string]string{"del2.sh": del}, []string{"sch_fq"})
+	gbrFlows := rxFlows(q1, q2)
+	if err := os.WriteFile(rx, []byte(rxCommands(gbrFlows)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, ue1, ue2 := runFree5GCWith(t, free5gcEDTScenario, "auto", map[string]string{"del2.sh": del, "rx.sh": rx},
+		[]string{"sch_fq", "sch_ingress", "cls_u32", "act_gact"})
 	if !strings.Contains(out, "FREE5GC-SCENARIO-OK") {
 		t.Fatal("scenario failed; see the guest output above")
 	}
@@ -410,21 +491,15 @@ func TestVMWatchFree5GCEDT(t *testing.T) {
 			t.Errorf("flow %s: up to %s Mbit/s > MBR %.3f + 1%%", c.name, r(c.name), c.mbr/1e6)
 		}
 	}
-	// GBR flows under congestion (14.5 Mbit/s offered on 7.5): what left
-	// the device is at least what passed the program less the tree's
-	// backlog, as long as the tree dropped nothing in the window.
-	for _, c := range []struct {
-		name string
-		gbr  float64
-	}{{"A", 3.75e6}, {"B", 1.25e6}, {"D", 0.5e6}} {
-		h := class[c.name]
-		t.Logf("GBR flow %s: passed %s Mbit/s, %s of it metered into the guaranteed class, at least %s left the device (GBR %.3f)",
-			c.name, ph.passed[h], ph.guaranteed[h], ph.leftFloor[h], c.gbr/1e6)
-		switch {
-		case ph.drops["root"] > 0:
-			t.Logf("GBR flow %s not judged: the tree dropped %d packets in the window (whose is unknown)", c.name, ph.drops["root"])
-		case ph.leftFloor[h].lo < c.gbr*0.99:
-			t.Errorf("GBR flow %s: at least %s Mbit/s left the device, below GBR %.3f − 1%%", c.name, ph.leftFloor[h], c.gbr/1e6)
+	// GBR flows under congestion (14.5 Mbit/s offered on 7.5), by what
+	// arrived at n3w's peer.
+	left := rxRates(t, out, "all")
+	for _, f := range gbrFlows {
+		h := class[f.name]
+		t.Logf("GBR flow %s: passed %s Mbit/s, %s of it metered into the guaranteed class; %s left the device (GBR %.3f)",
+			f.name, ph.passed[h], ph.guaranteed[h], left[f.pref], f.gbr/1e6)
+		if left[f.pref].lo < f.gbr*0.99 {
+			t.Errorf("GBR flow %s: %s Mbit/s left the device, below GBR %.3f − 1%%", f.name, left[f.pref], f.gbr/1e6)
 		}
 	}
 	checkEDTDefaultClass(t, out)
