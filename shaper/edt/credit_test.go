@@ -202,3 +202,35 @@ func TestRefusedFlowFollowsANewAMBR(t *testing.T) {
 		t.Errorf("flow 1's packet leaves %v ahead, beyond its 100 ms budget", time.Duration(ahead))
 	}
 }
+
+// The GBR meter has the MBR clock's idle credit: a GBR flow that has not
+// sent for a while has one burst (LoadOptions.Burst) counted as
+// guaranteed, besides what its ahead tolerance (GBRBurst) allows, however
+// long it was idle; the packet after them is excess. A burst the MBR clock
+// lets leave at once is then guaranteed too, as an HTB class's burst is.
+func TestGBRMeterIdleCreditIsOneBurst(t *testing.T) {
+	const burst, size = 4000, 1000
+	const gbr, mbr = 100_000, 1_000_000_000 // 80 ms a packet at the GBR, next to nothing at the MBR
+	for _, credit := range []uint32{0, burst} {
+		opts := testOptions()
+		opts.Burst = credit
+		p := loadForTest(t, opts)
+		if err := p.AddFlow(1, FlowSpec{Marks: []uint32{1}, GBR: gbr, MBR: mbr, GBRBurst: 1, DelayBudget: time.Hour, Class: classNonGBR, GBRClass: classGBR}); err != nil {
+			t.Fatal(err)
+		}
+		// With the ahead tolerance of one byte, no credit guarantees the
+		// first packet alone; the credit adds burst/size packets.
+		free := 1 + int(credit)/size
+		for i := 0; i <= free; i++ {
+			_, out := run(t, p, 1, frame(size))
+			want := uint32(classGBR)
+			if i == free {
+				want = classNonGBR
+			}
+			if got := out.priority(); got != want {
+				t.Fatalf("credit %d bytes: packet %d in class %#x, want %#x (%d packets guaranteed, then excess)", credit, i, got, want, free)
+			}
+		}
+		p.Close()
+	}
+}

@@ -33,7 +33,9 @@
 //   - meters a GBR flow with a second clock at the GBR: a packet within
 //     the GBR goes to the guaranteed shared class, the rest (up to MBR) to
 //     the flow's non-GBR class. Both leave at t: one clock orders a flow's
-//     departures, whatever class a packet is put in;
+//     departures, whatever class a packet is put in. The GBR clock has the
+//     MBR clock's idle credit, so a burst the MBR clock lets leave after
+//     a stall is guaranteed too, as an HTB class's burst is;
 //   - sets skb->priority to that class id (HTB takes it as the class),
 //     skb->hash to the flow's hash (fq sees each QoS flow as a flow of its
 //     own; forwarded packets have no socket) and skb->tstamp to t as a
@@ -358,7 +360,7 @@ static __always_inline __u64 charge(__u64 clock, __u64 at, __u64 burst, __u64 d)
 // (b_*: the burst's time at that rate), computed outside the lock.
 struct cost {
 	__u64 d_mbr, d_gbr, d_ambr;
-	__u64 b_mbr, b_ambr;
+	__u64 b_mbr, b_gbr, b_ambr;
 	__u64 mbr, ambr; // the rates (bit/s; 0: no clock)
 	__u64 ahead;     // config.flow_ahead
 };
@@ -426,7 +428,7 @@ static __always_inline int advance(struct flow *f, struct session *s, __u64 now,
 	if (s)
 		s->clock = charge(s->clock, now, c->b_ambr, c->d_ambr);
 	if (verdict == PASS_GBR) {
-		f->gbr_clock = (f->gbr_clock > dep ? f->gbr_clock : dep) + c->d_gbr;
+		f->gbr_clock = charge(f->gbr_clock, dep, c->b_gbr, c->d_gbr);
 		f->gbr_pkts++;
 		f->gbr_bytes += len;
 	}
@@ -482,10 +484,12 @@ int edt_egress(struct __sk_buff *skb)
 	__u64 burst = cfg ? READ_ONCE(cfg->burst) : 0;
 	__u64 ahead = cfg ? READ_ONCE(cfg->flow_ahead) : 0;
 	__u64 mbr = READ_ONCE(f->mbr_bps);
+	__u64 gbr = READ_ONCE(f->gbr_bps);
 	struct cost c = {
 		.d_mbr = tx_ns(len, mbr),
-		.d_gbr = tx_ns(len, READ_ONCE(f->gbr_bps)),
+		.d_gbr = tx_ns(len, gbr),
 		.b_mbr = tx_ns(burst, mbr),
+		.b_gbr = tx_ns(burst, gbr),
 		.mbr = mbr,
 		.ahead = ahead,
 	};
