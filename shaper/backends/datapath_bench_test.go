@@ -34,9 +34,10 @@ const (
 	ppsLink = 10_000_000_000
 	// ppsMarkBase is the first flow's mark.
 	ppsMarkBase = 0x10000
-	// ppsPacketsPerOp is one op: enough packets to visit every flow of
-	// the largest default size at -benchtime 1x.
-	ppsPacketsPerOp = 1 << 16
+	// ppsPacketsPerOp is one op: ppsRounds rounds of 8,192 packets,
+	// enough to visit every flow of the largest default size at
+	// -benchtime 1x.
+	ppsPacketsPerOp = ppsRounds << 13
 	// ppsMaxEnv adds a larger size (htb up to plan.MaxClasses; edt up to
 	// its maps' million sessions).
 	ppsMaxEnv = "GTPQOS_BENCH_MAX"
@@ -162,18 +163,21 @@ func (l *ppsLab) txPackets(b *testing.B) uint64 {
 
 // ppsRounds is how many rounds each op alternates between the shaped and
 // the reference device.
-const ppsRounds = 5
+const ppsRounds = 9
 
 // bench is one timed run of b.N ops, each ppsRounds rounds of a share of
 // ppsPacketsPerOp packets on the shaped device, then as many on the
 // reference one. It checks that every packet the kernel took on the shaped
 // device was counted by its own flow (a flow per mark, each mark sent in
 // turn), and reports the shaped device's packets per second (the median
-// round), the reference's, and their ratio.
+// round), the reference's, and the median of each round's ratio to the
+// reference round right after it: a change of the machine's speed during
+// the run moves both rounds of a pair, where the ratio of two medians
+// would take them from different moments.
 func (l *ppsLab) bench(b *testing.B) {
 	before, tx0 := l.perFlow(b), l.txPackets(b)
 	per := ppsPacketsPerOp / ppsRounds
-	var shaped, ref []float64
+	var shaped, ref, ratios []float64
 	var accepted, enobufs int
 	var cpu time.Duration
 	b.ResetTimer()
@@ -189,6 +193,7 @@ func (l *ppsLab) bench(b *testing.B) {
 			b.Fatal(rr.Err)
 		}
 		ref = append(ref, float64(rr.Accepted)/rr.Elapsed.Seconds())
+		ratios = append(ratios, shaped[len(shaped)-1]/ref[len(ref)-1])
 	}
 	b.StopTimer()
 	if out := l.txPackets(b) - tx0; out < uint64(accepted) {
@@ -208,12 +213,10 @@ func (l *ppsLab) bench(b *testing.B) {
 			b.Fatalf("%d packets sent: %d counted by %d flows, want every one by its own flow (%d flows)", accepted, counted, hit, len(after))
 		}
 	}
-	slices.Sort(shaped)
-	slices.Sort(ref)
-	pps, refPPS := shaped[len(shaped)/2], ref[len(ref)/2]
-	b.ReportMetric(pps, "pps")
-	b.ReportMetric(refPPS, "unshaped-pps")
-	b.ReportMetric(pps/refPPS, "of-unshaped")
+	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(median(shaped), "pps")
+	b.ReportMetric(median(ref), "unshaped-pps")
+	b.ReportMetric(median(ratios), "of-unshaped")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(accepted, 1)), "cpu-ns/pkt")
 	b.ReportMetric(float64(enobufs), "enobufs")
 }
