@@ -153,7 +153,7 @@ func run(dev string, withEDT bool) error {
 
 // readRx prints the ingress u32 filters of dev with their first action's
 // counters ("rx pref P bytes B pkts N"), framed by the monotonic clock.
-// The dump waits for rtnl, which a daemon's reconcile may hold: of up to
+// The dump may wait for rtnl, which a daemon's reconcile holds: of up to
 // three dumps, the one in the narrowest frame is printed.
 func readRx(dev string) error {
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
