@@ -116,7 +116,8 @@ func TestAMBRAcrossFlows(t *testing.T) {
 // A GBR flow's packets within its GBR go to the guaranteed class, the rest
 // (up to MBR) to the non-GBR class, all on the one MBR clock: at GBR = MBR/2
 // with a burst of one byte, classes alternate while departures keep the
-// MBR spacing.
+// MBR spacing. The guaranteed packets carry the guaranteed class's hash
+// (the class is one fq flow), the excess the flow's own.
 func TestGBRSplit(t *testing.T) {
 	p := loadForTest(t, testOptions())
 	const gbr, mbr = 100_000, 200_000 // 40 ms a packet at MBR
@@ -133,6 +134,9 @@ func TestGBRSplit(t *testing.T) {
 		}
 		if out.priority() != want {
 			t.Fatalf("packet %d: class %#x, want %#x", i, out.priority(), want)
+		}
+		if h := map[uint32]uint32{classGBR: classGBR, classNonGBR: flowHash(3)}[want]; out.cb(0) != h {
+			t.Fatalf("packet %d in class %#x: hash %#x, want %#x", i, want, out.cb(0), h)
 		}
 		if ts := out.tstamp(); i > 0 && ts != prev+txNs(1000, mbr) {
 			t.Fatalf("packet %d: +%d ns, want the MBR spacing +%d", i, ts-prev, txNs(1000, mbr))

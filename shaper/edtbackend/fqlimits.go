@@ -16,21 +16,23 @@ const (
 // flow of smaller packets at that rate would fill fq's count first.
 const horizonPacket = 256
 
-// horizonLimits are the packet limits (total, per flow) of an fq leaf
+// horizonLimit is the packet limit, in all and per flow, of an fq leaf
 // that holds a flow's whole horizon: budget (the policy's largest delay
-// budget, the longest a flow's packets are scheduled ahead) at rate bit/s in
-// horizonPacket-byte packets, at least fq's defaults. The guaranteed
-// class needs them. The program schedules a flow's packets up to budget
-// ahead, so a flow with more than fq's default 100 packets in that time
-// (5 Mbit/s of 500-byte packets in 100 ms) had the excess dropped by fq
-// after the GBR meter had counted it: its guaranteed part fell below the
-// GBR. The guaranteed class is never congested (its rate is the admitted
-// GBRs, and the meter puts no more than those in it), so what it holds is
-// the horizon's packets and no standing queue.
-func horizonLimits(rate uint64, budget time.Duration) (limit, flowLimit uint32) {
+// budget, the longest a flow's packets are scheduled ahead) at rate bit/s
+// in horizonPacket-byte packets, at least fq's default limit. The
+// guaranteed class needs it. The program schedules a flow's packets up to
+// budget ahead, so a flow with more than fq's default 100 packets in that
+// time (5 Mbit/s of 500-byte packets in 100 ms) had the excess dropped by
+// fq after the GBR meter had counted it: its guaranteed part fell below
+// the GBR. Its packets are one fq flow (the program gives them the
+// class's hash), so the per-flow limit is the whole limit. The guaranteed
+// class is never congested (its rate is the admitted GBRs, and the meter
+// puts no more than those in it), so what it holds is the horizon's
+// packets and no standing queue.
+func horizonLimit(rate uint64, budget time.Duration) uint32 {
 	n := rate / 8 * uint64(budget) / uint64(time.Second) / horizonPacket
 	n = min(n, 1<<24) // a bound on a leaf's memory, whatever the link
-	return uint32(max(n, fqDefaultLimit)), uint32(max(n, fqDefaultFlowLimit))
+	return uint32(max(n, fqDefaultLimit))
 }
 
 // Flow table sizes of the shared leaves, as log2 of fq's buckets: fq

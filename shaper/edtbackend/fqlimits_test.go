@@ -11,19 +11,19 @@ import (
 
 // The guaranteed class's fq leaf holds a whole horizon (the policy's
 // largest delay budget) at the link rate in 256-byte packets (never fewer
-// than fq's defaults); the other leaves keep fq's own limits.
+// than fq's default limit), in all and for its one flow; the other leaves
+// keep fq's own limits.
 func TestGuaranteedLeafHoldsTheHorizon(t *testing.T) {
 	for _, c := range []struct {
-		rate             uint64
-		limit, flowLimit uint32
+		rate  uint64
+		limit uint32
 	}{
-		{8e6, 10000, 390},        // 100 KB in 100 ms: 390 packets
-		{1e9, 48828, 48828},      // 12.5 MB
-		{1e6, 10000, 100},        // below fq's defaults
-		{1e15, 1 << 24, 1 << 24}, // bounded
+		{8e6, 10000},    // 100 KB in 100 ms: 390 packets
+		{1e9, 48828},    // 12.5 MB
+		{1e15, 1 << 24}, // bounded
 	} {
-		if l, fl := horizonLimits(c.rate, 100*time.Millisecond); l != c.limit || fl != c.flowLimit {
-			t.Errorf("rate %d: limits %d/%d, want %d/%d", c.rate, l, fl, c.limit, c.flowLimit)
+		if l := horizonLimit(c.rate, 100*time.Millisecond); l != c.limit {
+			t.Errorf("rate %d: limit %d, want %d", c.rate, l, c.limit)
 		}
 	}
 	pol := shaper.DefaultPolicy(20e6)
@@ -34,8 +34,8 @@ func TestGuaranteedLeafHoldsTheHorizon(t *testing.T) {
 		l, fl := leafLimits(c)
 		switch c.Minor {
 		case MinorGuaranteed:
-			if l != 10000 || fl != 1953 {
-				t.Errorf("guaranteed leaf limits %d/%d, want 10000/1953 (20 Mbit/s for 200 ms)", l, fl)
+			if l != 10000 || fl != 10000 {
+				t.Errorf("guaranteed leaf limits %d/%d, want 10000/10000 (20 Mbit/s for 200 ms: 1953, below fq's default)", l, fl)
 			}
 		case MinorDefault, MinorNonGBR:
 			if l != fqDefaultLimit || fl != fqDefaultFlowLimit {
@@ -43,7 +43,7 @@ func TestGuaranteedLeafHoldsTheHorizon(t *testing.T) {
 			}
 		}
 	}
-	if out := p.TCCommands("eth1"); !strings.Contains(out, "parent 6765:10 handle 10: fq orphan_mask 4294967295 limit 10000 flow_limit 1953") {
+	if out := p.TCCommands("eth1"); !strings.Contains(out, "parent 6765:10 handle 10: fq orphan_mask 4294967295 limit 10000 flow_limit 10000") {
 		t.Errorf("render lacks the guaranteed leaf's limits:\n%s", out)
 	}
 }

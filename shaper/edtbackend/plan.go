@@ -168,12 +168,12 @@ func planFlow(pol shaper.Policy, f shaper.Flow, id uint32, ambr uint64) PlannedF
 func tree(pol shaper.Policy, gbrSum uint64, overhead uint32, room int) []Class {
 	link := pol.LinkRate
 	dflt := min(max(pol.DefaultRate, shaper.MinRate), link)
-	limit, flowLimit := horizonLimits(link, pol.MaxBudget())
+	limit := horizonLimit(link, pol.MaxBudget())
 	buckets := bucketsLog(room)
 	return []Class{
 		{Minor: MinorLink, Role: shaper.RoleLink, Name: "link", Rate: link, Ceil: link, Overhead: uint16(overhead)},
 		{Minor: MinorGuaranteed, Parent: MinorLink, Role: shaper.RoleShared, Name: "guaranteed", Rate: max(gbrSum, shaper.MinRate), Ceil: link,
-			FqLimit: limit, FqFlowLimit: flowLimit, FqBucketsLog: buckets},
+			FqLimit: limit, FqFlowLimit: limit, FqBucketsLog: buckets},
 		{Minor: MinorNonGBR, Parent: MinorLink, Role: shaper.RoleShared, Name: "non-GBR", Rate: nonGBRRate(link, gbrSum), Ceil: link, Prio: 1,
 			FqBucketsLog: buckets},
 		// Last, as the tree is written in this order: HTB gives a packet

@@ -40,7 +40,14 @@
 //     skb->hash to the flow's hash (fq sees each QoS flow as a flow of its
 //     own; forwarded packets have no socket) and skb->tstamp to t as a
 //     CLOCK_MONOTONIC delivery time (bpf_skb_set_tstamp, 5.18+), which fq
-//     holds the packet until and a veth hop into another netns keeps.
+//     holds the packet until and a veth hop into another netns keeps. A
+//     packet metered into the guaranteed class gets that class's id as its
+//     hash instead: the class is one fq flow, whose packets fq keeps in
+//     departure order. The meter keeps the class within the GBRs, so fq's
+//     round robin has nothing to share out there, and where the class
+//     fell behind (the host stalled) departure order catches each flow up
+//     in proportion to its GBR, which a round robin between flows, without
+//     weights, cannot; nor does fq keep a flow's state for every GBR flow.
 //
 // A packet's size is the user's IP packet: skb->len less `overhead` (the
 // encapsulation around it at this qdisc, 58 on an Ethernet IPv4 N3, 14 on
@@ -531,9 +538,12 @@ int edt_egress(struct __sk_buff *skb)
 	// from an address chosen per path (refused without CAP_PERFMON).
 	__u32 cls = READ_ONCE(f->class_id);
 	__u32 gcls = READ_ONCE(f->gbr_class_id);
-	if (verdict == PASS_GBR)
-		cls = gcls;
 	__u32 hash = READ_ONCE(f->hash);
+	if (verdict == PASS_GBR) {
+		// The guaranteed class is one fq flow (see the top of the file).
+		cls = gcls;
+		hash = gcls;
+	}
 	if (cls)
 		skb->priority = cls;
 	if (hash)
