@@ -35,16 +35,11 @@ func TestLabDelayWithinBudget(t *testing.T) {
 	}
 	arm := ab.Arm{Name: "aware", Source: ff.Path, Flows: ff.Flows, Policy: ff.Policy,
 		Offered: map[string]float64{"A": 10e6, "B": 30e6, "C": 30e6}}
-	others := testenv.OthersBusy()
-	failed, table := delayRun(t, l, target, arm)
-	if note := testenv.BusyNote(others); len(failed) > 0 && note != "" {
-		t.Logf("%s\n%d checks failed with %s (%s): running once more", table, len(failed), note, failed[0])
-		failed, table = delayRun(t, l, target, arm)
-	}
-	t.Logf("rate scale %g\n%s", l.Scale(), table)
-	for _, f := range failed {
-		t.Error(f)
-	}
+	testenv.OnceMoreIfBusy(t, func() []string {
+		failed, table := delayRun(t, l, target, arm)
+		t.Logf("rate scale %g\n%s", l.Scale(), table)
+		return failed
+	})
 }
 
 // delayRun runs the arm once and returns what failed and the table.

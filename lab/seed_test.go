@@ -67,19 +67,7 @@ func labTarget(t *testing.T, cfg lab.Config, o ab.LabOptions) (*lab.Lab, *ab.Lab
 func TestLabSeedStaticVsAware(t *testing.T) {
 	testenv.SkipShort(t)
 	l, target := labTarget(t, lab.Config{}, ab.LabOptions{Payload: lab.DefaultPayload, Generator: lab.TrafficBuiltin})
-	others := testenv.OthersBusy()
-	failed := seedRun(t, l, target)
-	// The contract is not loosened for a loaded host; a run that missed it
-	// while the host had more runnable tasks than cores, or while other
-	// processes took more than half a core, is run once more, and that run
-	// decides.
-	if note := testenv.BusyNote(others); len(failed) > 0 && note != "" {
-		t.Logf("%d checks failed with %s (%s): running once more", len(failed), note, failed[0])
-		failed = seedRun(t, l, target)
-	}
-	for _, f := range failed {
-		t.Error(f)
-	}
+	testenv.OnceMoreIfBusy(t, func() []string { return seedRun(t, l, target) })
 }
 
 // seedRun runs the seed's two arms once and returns what failed.

@@ -273,16 +273,10 @@ func edtFlows(s string) map[string]edtFlow {
 	return out
 }
 
-// edtWindow is the time between two readings of the program's counters
-// (their EDTMONO frames' midpoints) and its uncertainty, as readingWindow
-// judges the classes' (the window must be known to 0.5%).
-func edtWindow(t *testing.T, r1, r2, phase string) (w, slack float64) {
-	t.Helper()
-	return monoWindow(t, "EDTMONO", r1, r2, phase)
-}
-
 // monoWindow is the time between two readings framed by the named clock
-// frames (their midpoints) and its uncertainty.
+// frames (their midpoints: EDTMONO for the program's counters, RXMONO for
+// the receiver's) and its uncertainty, as readingWindow judges the
+// classes' (the window must be known to 0.5%).
 func monoWindow(t *testing.T, frame, r1, r2, phase string) (w, slack float64) {
 	t.Helper()
 	var mid, spread [2]float64
@@ -331,7 +325,7 @@ func edtRates(t *testing.T, out, phase string) edtPhase {
 	if want := map[string]string{"alone": "1", "session": "2", "all": "5", "sdf": "3"}[phase]; between(out, "RUNNING "+phase+" ", "\n") != want {
 		t.Fatalf("%s: %q of the phase's %s loads still ran at the second reading", phase, between(out, "RUNNING "+phase+" ", "\n"), want)
 	}
-	window, slack := edtWindow(t, r1, r2, phase)
+	window, slack := monoWindow(t, "EDTMONO", r1, r2, phase)
 	a, b := edtFlows(r1), edtFlows(r2)
 	p := edtPhase{passed: map[string]rateBounds{}, guaranteed: map[string]rateBounds{}, drops: map[string]uint64{}, horizon: map[string]uint64{}}
 	bounds := func(bytes uint64) rateBounds {

@@ -23,15 +23,7 @@ func TestStockUnmarkedSeedAware(t *testing.T) {
 	l := newLab(t, lab.SeedPDRs())
 	seed := map[string]contract{"A": {15e6, 18e6}, "B": {5e6, 6e6}, "C": {0, 30e6}}
 	s := shape(t, l, flowsFor(l, seed), false)
-	others := testenv.OthersBusy()
-	failed := seedAwareRun(t, l)
-	if note := testenv.BusyNote(others); len(failed) > 0 && note != "" {
-		t.Logf("%d checks failed with %s (%s): running once more", len(failed), note, failed[0])
-		failed = seedAwareRun(t, l)
-	}
-	for _, f := range failed {
-		t.Error(f)
-	}
+	testenv.OnceMoreIfBusy(t, func() []string { return seedAwareRun(t, l) })
 	pk, dflt := s.classPackets(t)
 	for _, n := range []string{"A", "B", "C"} {
 		if pk[n] == 0 {
@@ -75,15 +67,7 @@ func TestStockTwoUEsSameQFI(t *testing.T) {
 	testenv.SkipShort(t)
 	l := newLab(t, lab.TwoUEPDRs())
 	s := shape(t, l, flowsFor(l, twoUEs), false)
-	others := testenv.OthersBusy()
-	failed := twoUEsRun(t, l)
-	if note := testenv.BusyNote(others); len(failed) > 0 && note != "" {
-		t.Logf("%d checks failed with %s (%s): running once more", len(failed), note, failed[0])
-		failed = twoUEsRun(t, l)
-	}
-	for _, f := range failed {
-		t.Error(f)
-	}
+	testenv.OnceMoreIfBusy(t, func() []string { return twoUEsRun(t, l) })
 	pk, _ := s.classPackets(t)
 	if pk["UE1"] == 0 || pk["UE2"] == 0 {
 		t.Errorf("class packets %v: want both sessions' classes counting", pk)
