@@ -81,20 +81,29 @@ type ppsLab struct {
 	dev     string
 	tx, ref *marksend.Sender
 	be      shaper.Backend // nil: no qdisc
+	refName string         // what the reference device is: "unshaped", or the case shaping it
 	cpu     int
 }
 
+// ppsRefDev is the reference device.
+const ppsRefDev = "ppsr0"
+
 // newPPSLab builds a veth whose peer drops the frames (a foreign MAC) and
-// a sender cycling through marks pinned to the highest CPU.
-func newPPSLab(b *testing.B, marks []uint32) *ppsLab {
+// a sender cycling through marks pinned to the highest CPU, and the
+// reference veth with a sender cycling through refMarks (nil: the first
+// of marks).
+func newPPSLab(b *testing.B, marks, refMarks []uint32) *ppsLab {
 	testenv.RequireRoot(b)
 	testenv.RequireCmd(b, "ip", "sysctl")
-	l := &ppsLab{ns: testenv.NewNetNSPrefix(b, "pps-"), dev: "pps0", cpu: runtime.NumCPU() - 1}
+	l := &ppsLab{ns: testenv.NewNetNSPrefix(b, "pps-"), dev: "pps0", refName: "unshaped", cpu: runtime.NumCPU() - 1}
+	if refMarks == nil {
+		refMarks = marks[:1]
+	}
 	for _, k := range []string{"all", "default"} {
 		l.ns.Run(b, "sysctl", "-qw", "net.ipv6.conf."+k+".disable_ipv6=1")
 	}
 	l.ns.AddVethPair(b, l.dev, "pps1")
-	l.ns.AddVethPair(b, "ppsr0", "ppsr1")
+	l.ns.AddVethPair(b, ppsRefDev, "ppsr1")
 	h, err := netlink.NewHandleAt(l.ns.Handle, unix.NETLINK_ROUTE)
 	if err != nil {
 		b.Fatal(err)
@@ -106,9 +115,9 @@ func newPPSLab(b *testing.B, marks []uint32) *ppsLab {
 		b.Fatalf("sender on %s: %v", l.dev, err)
 	}
 	b.Cleanup(func() { _ = tx.Close() })
-	ref, err := marksend.New(l.ns.Handle, "ppsr0", net.HardwareAddr{2, 0, 0, 0, 0, 9}, net.IPv4(10, 77, 1, 1), net.IPv4(10, 77, 1, 9), marks[:1])
+	ref, err := marksend.New(l.ns.Handle, ppsRefDev, net.HardwareAddr{2, 0, 0, 0, 0, 9}, net.IPv4(10, 77, 1, 1), net.IPv4(10, 77, 1, 9), refMarks)
 	if err != nil {
-		b.Fatalf("sender on ppsr0: %v", err)
+		b.Fatalf("sender on %s: %v", ppsRefDev, err)
 	}
 	b.Cleanup(func() { _ = ref.Close() })
 	l.tx, l.ref = tx, ref
@@ -118,22 +127,38 @@ func newPPSLab(b *testing.B, marks []uint32) *ppsLab {
 // shape opens the named backend on the device as `gtpqos apply` does and
 // applies the flows.
 func (l *ppsLab) shape(b *testing.B, name string, flows []shaper.Flow) {
+	l.be = l.shapeDev(b, l.dev, name, flows)
+}
+
+// shapeRef shapes the reference device likewise: the rounds then compare
+// two trees, and the ratio is of the reference's case.
+func (l *ppsLab) shapeRef(b *testing.B, name string, flows []shaper.Flow) {
+	l.shapeDev(b, ppsRefDev, name, flows)
+	l.refName = fmt.Sprintf("%s-%d", name, len(flows))
+}
+
+func (l *ppsLab) shapeDev(b *testing.B, dev, name string, flows []shaper.Flow) shaper.Backend {
 	pol := shaper.DefaultPolicy(ppsLink)
 	pol.Backend = name
 	if name == "edt" { // maps with room for every flow (two flows a session)
 		pol.BackendKnobs = pol.BackendKnobs.With("edt", shaper.Knobs{"sessions": strconv.Itoa(max(len(flows)/2, 1))})
 	}
-	be, err := Open(l.dev, Options{Backend: name, NetNS: l.ns.Handle, Policy: &pol, Writer: "bench", LockDir: b.TempDir()})
+	be, err := Open(dev, Options{Backend: name, NetNS: l.ns.Handle, Policy: &pol, Writer: "bench", LockDir: b.TempDir()})
 	if err != nil {
 		b.Fatalf("open %s: %v", name, err)
 	}
-	b.Cleanup(func() { _ = be.Close() })
+	b.Cleanup(func() {
+		// Leave no pins behind: a later case's namespace may get this
+		// one's inode number, and with it this one's pin directory.
+		_, _ = be.Reset(context.Background())
+		_ = be.Close()
+	})
 	rep, err := be.Apply(context.Background(), flows, pol, shaper.ApplyOptions{Strict: true})
 	if err != nil {
 		b.Fatalf("%s: apply %d flows: %v", name, len(flows), err)
 	}
-	b.Logf("%s: %d flows applied, %d writes", name, len(flows), rep.Writes)
-	l.be = be
+	b.Logf("%s on %s: %d flows applied, %d writes", name, dev, len(flows), rep.Writes)
+	return be
 }
 
 // perFlow returns the packets each flow has counted, by mark order.
@@ -215,8 +240,8 @@ func (l *ppsLab) bench(b *testing.B) {
 	}
 	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(median(shaped), "pps")
-	b.ReportMetric(median(ref), "unshaped-pps")
-	b.ReportMetric(median(ratios), "of-unshaped")
+	b.ReportMetric(median(ref), l.refName+"-pps")
+	b.ReportMetric(median(ratios), "of-"+l.refName)
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(accepted, 1)), "cpu-ns/pkt")
 	b.ReportMetric(float64(enobufs), "enobufs")
 }
@@ -232,7 +257,7 @@ func (l *ppsLab) bench(b *testing.B) {
 //	go test -run '^$' -bench DatapathBackends -benchtime 1x ./shaper/backends/
 func BenchmarkDatapathBackends(b *testing.B) {
 	b.Run("none", func(b *testing.B) {
-		b.Run("pps", newPPSLab(b, []uint32{ppsMarkBase}).bench)
+		b.Run("pps", newPPSLab(b, []uint32{ppsMarkBase}, nil).bench)
 	})
 	for _, n := range ppsSizes(b) {
 		flows := ppsFlows(n)
@@ -250,9 +275,19 @@ func BenchmarkDatapathBackends(b *testing.B) {
 						b.Skipf("%s: %v", name, err)
 					}
 				}
-				l := newPPSLab(b, marks)
+				l := newPPSLab(b, marks, nil)
 				l.shape(b, name, flows)
 				b.Run("pps", l.bench)
+			})
+		}
+		if n > 3 {
+			b.Run(fmt.Sprintf("edt-%d-vs-htb-3", n), func(b *testing.B) {
+				benchHeadToHead(b, flows, marks)
+			})
+		}
+		if n == 3 {
+			b.Run("edt-floor-3", func(b *testing.B) {
+				benchFloor(b, flows, marks)
 			})
 		}
 	}

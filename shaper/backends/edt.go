@@ -12,7 +12,7 @@ import (
 // The edt backend: a fixed HTB tree with fq leaves, each flow paced by
 // the EDT program of package shaper/edt.
 func init() {
-	register(backend{name: edtbackend.Name, open: openEDT, plan: planEDT, check: checkEDT, owns: ownsEDT, probe: edtbackend.Probe})
+	register(backend{name: edtbackend.Name, open: openEDT, plan: planEDT, check: checkEDT, owns: ownsEDT, stale: staleEDT, probe: edtbackend.Probe})
 }
 
 // openEDT opens the edt backend on d. On unmarked packets (stock gtp5g)
@@ -59,6 +59,8 @@ const (
 )
 
 func ownsEDT(d Device) (bool, error) { return edtbackend.Owns(d.Handle, d.NetNS, d.Name) }
+
+func staleEDT(d Device) (bool, error) { return edtbackend.Stale(d.Handle, d.NetNS, d.Name) }
 
 // planEDT plans the edt tree and its map entries.
 func planEDT(flows []shaper.Flow, pol shaper.Policy, _ shaper.Direction, why string) (Planned, error) {

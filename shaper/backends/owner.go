@@ -51,13 +51,20 @@ func otherOwner(d Device, b backend) (backend, bool, error) {
 // before b opens on it: without o.Force it refuses with one line naming the
 // backend the device holds and how to remove it; with o.Force it removes
 // them with that backend's own Reset (its tree, filters, programs and pins),
-// so nothing of it is left behind.
+// so nothing of it is left behind. Objects the device does not use (the
+// other backend's stale) go that way without o.Force.
 func replaceOther(d Device, b backend, o Options) error {
 	other, ok, err := otherOwner(d, b)
 	if err != nil || !ok {
 		return err
 	}
-	if !o.Force {
+	stale := false
+	if other.stale != nil {
+		if stale, err = other.stale(d); err != nil {
+			return err
+		}
+	}
+	if !o.Force && !stale {
 		return fmt.Errorf("dev %s holds gtpqos's %s backend's objects, not %s's: remove them first with `gtpqos reset --dev %s`, or pass --force to replace them", d.Name, other.name, b.name, d.Name)
 	}
 	if b.probe != nil { // what b's Apply would refuse, refused before the other's objects go

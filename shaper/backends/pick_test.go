@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,12 +21,7 @@ import (
 // backend is the one named.
 func TestOpenPicksTheBackendTheDeviceHolds(t *testing.T) {
 	ns := testenv.NewNetNSPrefix(t, "eb-")
-	mnt := t.TempDir() // a bpffs of the test's own
-	if out, err := exec.Command("mount", "-t", "bpf", "bpf", mnt).CombinedOutput(); err != nil {
-		t.Skipf("mount bpffs: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
-	SetPinRoot(filepath.Join(mnt, "gtpqos"))
+	SetPinRoot(filepath.Join(testenv.MountBPFFS(t), "gtpqos"))
 	t.Cleanup(func() { SetPinRoot("") })
 	dev := testenv.UniqueName("ebp")
 	ns.AddVethPair(t, dev, dev+"p")

@@ -32,6 +32,11 @@ type backend struct {
 	// picks the backend that does when the caller names none and brings no
 	// policy (reset, status, verify); nil: never claimed that way.
 	owns func(d Device) (bool, error)
+	// stale reports whether all the device holds of this backend is
+	// objects nothing on it uses (nil: never): a writer of another
+	// backend removes them (with this backend's Reset) without being
+	// told to replace this backend.
+	stale func(d Device) (bool, error)
 	// probe checks, before anything is written, that this kernel and
 	// process can run the backend (nil: nothing to check before open).
 	probe func() error

@@ -2,25 +2,19 @@ package classify
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/free5gc/gtpqos/tests/testenv"
 )
 
 // bpffs mounts a bpffs of the test's own and points the pin root into it.
 func bpffs(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a bpffs")
-	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "bpf", "bpf", mnt).CombinedOutput(); err != nil {
-		t.Skipf("mount bpffs: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
+	mnt := testenv.MountBPFFS(t)
 	old := PinRoot()
 	SetPinRoot(filepath.Join(mnt, "gtpqos"))
 	t.Cleanup(func() { SetPinRoot(old) })

@@ -49,13 +49,17 @@ func PinsIn(ns netns.NsHandle, dev string) (classify.Pins, error) {
 	return r.p, r.err
 }
 
-// adopt opens the pinned program and maps, if any (nil, nil: none).
+// adopt opens the pinned program and maps, if any (nil, nil: none, or
+// pins the device does not run: stale.go).
 func (b *Backend) adopt() (*edt.Pacer, error) {
 	if b.pacer != nil {
 		return b.pacer, nil
 	}
 	pins, err := b.pins()
 	if err != nil {
+		return nil, err
+	}
+	if had, live, err := pinsRun(b.h, b.dev, pins); err != nil || !had || !live {
 		return nil, err
 	}
 	p, ok, err := edt.OpenPinned(pins)

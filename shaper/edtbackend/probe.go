@@ -91,8 +91,22 @@ func (b *Backend) Precheck(ctx context.Context, pol shaper.Policy) error {
 }
 
 // Owns reports whether dev (through h, in namespace ns) holds the edt
-// backend's tree or pins: what reset, status and verify open it for.
+// backend's tree or pins (stale ones too: reset removes them): what
+// reset, status and verify open it for.
 func Owns(h *netlink.Handle, ns netns.NsHandle, dev string) (bool, error) {
+	if tree, err := hasTree(h, dev); err != nil || tree {
+		return tree, err
+	}
+	pins, err := PinsIn(ns, dev)
+	if err != nil {
+		return false, nil // no pin directory to hold ours
+	}
+	_, ok, err := pins.Lookup(edt.PinProgram)
+	return ok, err
+}
+
+// hasTree reports whether dev's root qdisc is the edt backend's HTB root.
+func hasTree(h *netlink.Handle, dev string) (bool, error) {
 	link, err := h.LinkByName(dev)
 	if err != nil {
 		return false, fmt.Errorf("dev %s: %w", dev, err)
@@ -106,10 +120,5 @@ func Owns(h *netlink.Handle, ns netns.NsHandle, dev string) (bool, error) {
 			return true, nil
 		}
 	}
-	pins, err := PinsIn(ns, dev)
-	if err != nil {
-		return false, nil // no pin directory to hold ours
-	}
-	_, ok, err := pins.Lookup(edt.PinProgram)
-	return ok, err
+	return false, nil
 }

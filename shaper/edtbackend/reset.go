@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/edt"
@@ -28,11 +26,11 @@ func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 	}
 	b.last, b.failed, b.trusted = nil, true, false
 	var lines []string
-	attached, err := b.attached(link)
+	f, err := ourFilter(b.h, b.dev)
 	if err != nil {
 		return nil, err
 	}
-	if attached {
+	if f != nil {
 		a := gtpu.Attachment{LinkIndex: link.Attrs().Index, LinkName: b.dev, Hook: gtpu.Egress, Name: FilterName}
 		if err := gtpu.Detach(b.h, a); err != nil {
 			return lines, err
@@ -73,21 +71,6 @@ func (b *Backend) Reset(ctx context.Context) ([]string, error) {
 		lines = append(lines, fmt.Sprintf("dev %s: no gtpqos edt tree, program or pins (nothing removed)", b.dev))
 	}
 	return lines, nil
-}
-
-// attached reports whether the program's filter is on link's clsact
-// egress hook.
-func (b *Backend) attached(link netlink.Link) (bool, error) {
-	fs, err := b.h.FilterList(link, netlink.HANDLE_MIN_EGRESS)
-	if err != nil {
-		return false, fmt.Errorf("dev %s: list clsact egress filters: %w", b.dev, err)
-	}
-	for _, f := range fs {
-		if bf, ok := f.(*netlink.BpfFilter); ok && gtpu.BaseName(bf.Name) == FilterName {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // unpin closes the held program and removes its pins; false: there were

@@ -10,10 +10,11 @@ import (
 )
 
 // benchLineRE matches one result line of BenchmarkDatapathBackends;
-// benchRatioRE its share of the unshaped device's packet rate.
+// benchRatioRE its share of the reference device's packet rate and what
+// that device is (unshaped, or htb-3 for a head-to-head case).
 var (
 	benchLineRE  = regexp.MustCompile(`^BenchmarkDatapathBackends/(\S+)/pps-\d+\s+\d+\s+\d+ ns/op.*?\s([\d.]+) pps`)
-	benchRatioRE = regexp.MustCompile(`\s([\d.]+) of-unshaped`)
+	benchRatioRE = regexp.MustCompile(`\s([\d.]+) of-(\S+)`)
 )
 
 // BenchmarkVMDatapathBackends runs shaper/backends' BenchmarkDatapathBackends
@@ -29,7 +30,7 @@ var (
 //	GTPQOS_VM=1 GTPQOS_BENCH_MAX=1000000 go test -run '^$' -bench VMDatapathBackends -benchtime 1x -timeout 60m ./tests/vm/
 func BenchmarkVMDatapathBackends(b *testing.B) {
 	for range b.N {
-		pps, ratio := map[string]float64{}, map[string]float64{}
+		pps, ratio, of := map[string]float64{}, map[string]float64{}, map[string]string{}
 		for _, l := range runGuestBench(b, "./shaper/backends/", "DatapathBackends") {
 			m := benchLineRE.FindStringSubmatch(l)
 			r := benchRatioRE.FindStringSubmatch(l)
@@ -38,6 +39,7 @@ func BenchmarkVMDatapathBackends(b *testing.B) {
 			}
 			pps[m[1]], _ = strconv.ParseFloat(m[2], 64)
 			ratio[m[1]], _ = strconv.ParseFloat(r[1], 64)
+			of[m[1]] = r[2]
 			b.Log(l)
 		}
 		if pps["none"] == 0 || pps["htb-3"] == 0 || pps["edt-3"] == 0 {
@@ -45,7 +47,7 @@ func BenchmarkVMDatapathBackends(b *testing.B) {
 		}
 		for name := range pps {
 			b.ReportMetric(pps[name], name+"-pps")
-			b.ReportMetric(ratio[name], name+"-of-unshaped")
+			b.ReportMetric(ratio[name], name+"-of-"+of[name])
 		}
 	}
 }
