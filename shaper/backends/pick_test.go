@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/free5gc/gtpqos/shaper/edt"
 	"github.com/free5gc/gtpqos/shaper/edtbackend"
 	"github.com/free5gc/gtpqos/tests/testenv"
 )
@@ -38,19 +37,7 @@ func TestOpenPicksTheBackendTheDeviceHolds(t *testing.T) {
 	if n := name(Options{}); n != Default {
 		t.Errorf("bare device: opened %s, want %s", n, Default)
 	}
-	p, err := edt.Load(edt.LoadOptions{Sessions: 8, Flows: 8, Marks: 8})
-	if err != nil {
-		t.Skipf("cannot load the edt program here: %v", err)
-	}
-	defer p.Close()
-	pins, err := edtbackend.PinsIn(ns.Handle, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Pin(pins); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = edt.Unpin(pins) })
+	_, pins := pinEdt(t, ns, dev)
 	if n := name(Options{}); n != edtbackend.Name {
 		t.Errorf("device with edt pins: opened %s, want %s", n, edtbackend.Name)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/edt"
 	"github.com/free5gc/gtpqos/shaper/edtbackend"
@@ -26,19 +27,7 @@ func TestStaleEdtPinsGiveWayToAWriter(t *testing.T) {
 	ns := testenv.NewNetNSPrefix(t, "st-")
 	dev := testenv.UniqueName("st")
 	ns.AddVethPair(t, dev, dev+"p")
-	p, err := edt.Load(edt.LoadOptions{Sessions: 8, Flows: 8, Marks: 8, Keys: 8, Rules: 8})
-	if err != nil {
-		t.Skipf("cannot load the edt program here: %v", err)
-	}
-	defer p.Close()
-	pins, err := edtbackend.PinsIn(ns.Handle, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Pin(pins); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = edt.Unpin(pins) })
+	p, pins := pinEdt(t, ns, dev)
 	h := handleIn(t, ns)
 	link, err := h.LinkByName(dev)
 	if err != nil {
@@ -63,4 +52,24 @@ func TestStaleEdtPinsGiveWayToAWriter(t *testing.T) {
 	if _, err := os.Stat(pins.Path(edt.PinProgram)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("stale pin %s after the writer opened: %v", pins.Path(edt.PinProgram), err)
 	}
+}
+
+// pinEdt loads a small edt program and pins it in dev's pin directory,
+// as a run that failed after pinning leaves it; both go when the test ends.
+func pinEdt(t *testing.T, ns *testenv.NetNS, dev string) (*edt.Pacer, classify.Pins) {
+	t.Helper()
+	p, err := edt.Load(edt.LoadOptions{Sessions: 8, Flows: 8, Marks: 8, Keys: 8, Rules: 8})
+	if err != nil {
+		t.Skipf("cannot load the edt program here: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	pins, err := edtbackend.PinsIn(ns.Handle, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Pin(pins); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = edt.Unpin(pins) })
+	return p, pins
 }

@@ -64,20 +64,18 @@ func ourFilter(h *netlink.Handle, dev string) (*netlink.BpfFilter, error) {
 }
 
 // Stale reports whether all dev (through h, in namespace ns) holds of the
-// edt backend is pins it does not run: no tree, no filter of ours. Such
-// pins are what a writer of another backend may remove without being
-// told to replace this one.
+// edt backend is pins: no tree, no filter of ours (so nothing runs the
+// pinned program). Such pins are what a writer of another backend may
+// remove without being told to replace this one.
 func Stale(h *netlink.Handle, ns netns.NsHandle, dev string) (bool, error) {
 	pins, err := PinsIn(ns, dev)
 	if err != nil {
 		return false, nil // no pin directory: nothing to be stale
 	}
-	had, live, err := pinsRun(h, dev, pins)
-	if err != nil || !had || live {
+	if _, had, err := pins.Lookup(edt.PinProgram); err != nil || !had {
 		return false, err
 	}
-	tree, err := hasTree(h, dev)
-	if err != nil || tree {
+	if tree, err := hasTree(h, dev); err != nil || tree {
 		return false, err
 	}
 	f, err := ourFilter(h, dev)
