@@ -30,7 +30,7 @@ func (p *Pacer) AddSessions(ss []Session) error {
 		if s.ID == 0 {
 			return fmt.Errorf("edt: sessions[%d]: session id 0 is reserved for flows without a session", i)
 		}
-		keys[i], vals[i] = s.ID, edtSession{AmbrBps: s.AMBR}
+		keys[i], vals[i] = s.ID, p.sessionValue(s.AMBR)
 	}
 	return batch("sessions", p.objs.Sessions.BatchUpdate, keys, vals)
 }
@@ -47,7 +47,7 @@ func (p *Pacer) AddFlows(fs []Flow) error {
 		if err := f.Spec.check(f.ID); err != nil {
 			return err
 		}
-		keys[i], vals[i] = f.ID, f.Spec.value(f.ID)
+		keys[i], vals[i] = f.ID, f.Spec.value(f.ID, p.opts.Burst)
 		for _, m := range f.Spec.Marks {
 			marks = append(marks, m)
 			ids = append(ids, f.ID)

@@ -41,24 +41,26 @@ type edtFlow struct {
 		_   structs.HostLayout
 		Val uint32
 	}
-	Session    uint32
-	MbrBps     uint64
-	GbrBps     uint64
-	BudgetNs   uint64
-	GbrBurstNs uint64
-	ClassId    uint32
-	GbrClassId uint32
-	Hash       uint32
-	Flags      uint32
-	MbrClock   uint64
-	GbrClock   uint64
-	AvgLen     uint64
-	Pkts       uint64
-	Bytes      uint64
-	GbrPkts    uint64
-	GbrBytes   uint64
-	Drops      uint64
-	DropBytes  uint64
+	Session     uint32
+	MbrBps      uint64
+	GbrBps      uint64
+	BudgetNs    uint64
+	GbrBurstNs  uint64
+	MbrCreditNs uint64
+	GbrCreditNs uint64
+	ClassId     uint32
+	GbrClassId  uint32
+	Hash        uint32
+	Flags       uint32
+	MbrClock    uint64
+	GbrClock    uint64
+	AvgLen      uint64
+	Pkts        uint64
+	Bytes       uint64
+	GbrPkts     uint64
+	GbrBytes    uint64
+	Drops       uint64
+	DropBytes   uint64
 }
 
 type edtFlowKey struct {
@@ -111,9 +113,10 @@ type edtSession struct {
 		_   structs.HostLayout
 		Val uint32
 	}
-	Pad     uint32
-	AmbrBps uint64
-	Clock   uint64
+	Pad      uint32
+	AmbrBps  uint64
+	Clock    uint64
+	CreditNs uint64
 }
 
 // Names of all BPF objects in the ELF.

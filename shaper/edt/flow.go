@@ -3,6 +3,8 @@ package edt
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -98,16 +100,19 @@ func (s FlowSpec) check(id uint32) error {
 	return nil
 }
 
-// value is the map value of a new flow (clocks and counters zero).
-func (s FlowSpec) value(id uint32) edtFlow {
+// value is the map value of a new flow (clocks and counters zero), its
+// clocks' idle credit burst bytes (the program's LoadOptions.Burst).
+func (s FlowSpec) value(id, burst uint32) edtFlow {
 	v := edtFlow{
-		Session:    s.Session,
-		MbrBps:     s.MBR,
-		GbrBps:     s.GBR,
-		BudgetNs:   uint64(s.DelayBudget),
-		ClassId:    s.Class,
-		GbrClassId: s.GBRClass,
-		Hash:       s.Hash,
+		Session:     s.Session,
+		MbrBps:      s.MBR,
+		GbrBps:      s.GBR,
+		BudgetNs:    uint64(s.DelayBudget),
+		ClassId:     s.Class,
+		GbrClassId:  s.GBRClass,
+		Hash:        s.Hash,
+		MbrCreditNs: creditNs(burst, s.MBR),
+		GbrCreditNs: creditNs(burst, s.GBR),
 	}
 	if v.Hash == 0 {
 		v.Hash = flowHash(id)
@@ -126,6 +131,20 @@ func (s FlowSpec) value(id uint32) edtFlow {
 		v.Flags |= flowIDIsMark
 	}
 	return v
+}
+
+// creditNs is the time burst bytes take at bps bit/s, a clock's idle
+// credit (0 without a rate), saturated where it would not fit.
+func creditNs(burst uint32, bps uint64) uint64 {
+	if bps == 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(burst)*8, uint64(time.Second))
+	if hi >= bps {
+		return math.MaxUint64
+	}
+	q, _ := bits.Div64(hi, lo, bps)
+	return q
 }
 
 // flowAMBR and flowIDIsMark are FLOW_AMBR and FLOW_ID_IS_MARK in
@@ -158,7 +177,7 @@ func (p *Pacer) AddFlow(id uint32, s FlowSpec) error {
 	if err := s.check(id); err != nil {
 		return err
 	}
-	v := s.value(id)
+	v := s.value(id, p.opts.Burst)
 	if err := p.objs.Flows.Update(id, &v, ebpf.UpdateNoExist); err != nil {
 		if errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("edt: flow %d exists", id)

@@ -29,7 +29,7 @@ func (fi FlowInfo) Matches(id uint32, s FlowSpec) bool {
 	if !sameMarks(fi.Spec.Marks, s.Marks) || !SameKeys(fi.Spec.Keys, s.Keys) {
 		return false
 	}
-	a, b := fi.cfg, s.value(id)
+	a, b := fi.cfg, s.value(id, 0) // the credits follow from the rates and the program's burst
 	return a.Session == b.Session && a.MbrBps == b.MbrBps && a.GbrBps == b.GbrBps && a.BudgetNs == b.BudgetNs &&
 		a.GbrBurstNs == b.GbrBurstNs && a.ClassId == b.ClassId && a.GbrClassId == b.GbrClassId && a.Hash == b.Hash && a.Flags == b.Flags
 }
@@ -130,7 +130,7 @@ func (p *Pacer) ReadSessions() (map[uint32]uint64, error) {
 // SetSessionAMBR changes a session's AMBR in place (under its lock); its
 // clock starts again from now.
 func (p *Pacer) SetSessionAMBR(id uint32, ambr uint64) error {
-	v := edtSession{AmbrBps: ambr}
+	v := p.sessionValue(ambr)
 	if err := p.objs.Sessions.Update(id, &v, ebpf.UpdateExist|ebpf.UpdateLock); err != nil {
 		return fmt.Errorf("edt: map sessions: set session %d AMBR: %w", id, err)
 	}

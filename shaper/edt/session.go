@@ -13,7 +13,7 @@ func (p *Pacer) AddSession(id uint32, ambr uint64) error {
 	if id == 0 {
 		return errors.New("edt: session id 0 is reserved for flows without a session")
 	}
-	v := edtSession{AmbrBps: ambr}
+	v := p.sessionValue(ambr)
 	if err := p.objs.Sessions.Update(id, &v, ebpf.UpdateNoExist); err != nil {
 		if errors.Is(err, ebpf.ErrKeyExist) {
 			return fmt.Errorf("edt: session %d exists", id)
@@ -40,4 +40,10 @@ func (p *Pacer) SessionClock(id uint32) (uint64, error) {
 		return 0, fmt.Errorf("edt: map sessions: read session %d: %w", id, err)
 	}
 	return v.Clock, nil
+}
+
+// sessionValue is the map value of a session with AMBR ambr, its clock
+// zero and its idle credit the program's burst at the AMBR.
+func (p *Pacer) sessionValue(ambr uint64) edtSession {
+	return edtSession{AmbrBps: ambr, CreditNs: creditNs(p.opts.Burst, ambr)}
 }

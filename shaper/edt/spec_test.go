@@ -1,6 +1,7 @@
 package edt
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -36,11 +37,11 @@ func TestFlowSpecCheck(t *testing.T) {
 // the AMBR; the GBR burst turns into the time it takes at the GBR; a flow
 // without a hash gets one of its id's, never 0.
 func TestFlowSpecValue(t *testing.T) {
-	v := FlowSpec{Session: 3, DelayBudget: time.Second}.value(1)
+	v := FlowSpec{Session: 3, DelayBudget: time.Second}.value(1, 0)
 	if v.Flags&flowAMBR == 0 || v.BudgetNs != 1e9 || v.Hash != flowHash(1) || v.Hash == 0 {
 		t.Errorf("non-GBR flow value %+v", v)
 	}
-	g := FlowSpec{Session: 3, GBR: 8_000_000, GBRClass: 1, DelayBudget: time.Second}.value(2)
+	g := FlowSpec{Session: 3, GBR: 8_000_000, GBRClass: 1, DelayBudget: time.Second}.value(2, 0)
 	if g.Flags&flowAMBR != 0 {
 		t.Errorf("a GBR flow is under the session AMBR")
 	}
@@ -139,5 +140,25 @@ func TestBatchAdd(t *testing.T) {
 	}
 	if err := p.AddFlows([]Flow{{ID: 1, Spec: FlowSpec{}}}); err == nil {
 		t.Errorf("batch with a bad spec accepted")
+	}
+}
+
+// A clock's idle credit is the burst's time at the rate, computed once in
+// user space: exact where it fits, saturated where it would not (a rate of
+// 1 bit/s and a 4 GiB burst), none without a rate.
+func TestCreditNs(t *testing.T) {
+	for _, tc := range []struct {
+		burst uint32
+		bps   uint64
+		want  uint64
+	}{
+		{DefaultBurst, 8, 32768 * uint64(time.Second)},
+		{DefaultBurst, 10e9, 26214},
+		{DefaultBurst, 0, 0},
+		{^uint32(0), 1, math.MaxUint64},
+	} {
+		if got := creditNs(tc.burst, tc.bps); got != tc.want {
+			t.Errorf("creditNs(%d, %d) = %d, want %d", tc.burst, tc.bps, got, tc.want)
+		}
 	}
 }

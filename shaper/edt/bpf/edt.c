@@ -19,7 +19,8 @@
 //     clock is a token bucket's (GCRA): it may lag now (a flow's MBR
 //     clock: the time its packet leaves) by the time its
 //     burst (config.burst bytes, 32 KiB from the backend: an HTB class's
-//     burst) takes at its rate, so a flow or session that was idle or
+//     burst) takes at its rate (*credit_ns, which user space writes with
+//     the rate: no division per packet), so a flow or session that was idle or
 //     below its rate may send that burst at once, as an HTB class may; a
 //     greedy one never lags and is paced exactly, and so, but for a few
 //     packets, is a flow whose packets its session's AMBR refused
@@ -102,6 +103,8 @@ struct flow {
 	__u64 gbr_bps;      // 0: a non-GBR flow
 	__u64 budget_ns;    // horizon: drop when t > now + budget_ns
 	__u64 gbr_burst_ns; // how far the GBR clock may run ahead of t
+	__u64 mbr_credit_ns; // the MBR clock's idle credit: config.burst at the MBR
+	__u64 gbr_credit_ns; // the GBR meter's idle credit: config.burst at the GBR
 	__u32 class_id;     // non-GBR shared class (excess of a GBR flow)
 	__u32 gbr_class_id; // guaranteed shared class
 	__u32 hash;         // skb->hash (0: left alone)
@@ -122,8 +125,9 @@ struct flow {
 struct session {
 	struct bpf_spin_lock lock;
 	__u32 pad;
-	__u64 ambr_bps; // 0: no AMBR clock
-	__u64 clock;    // earliest departure of the session's next packet
+	__u64 ambr_bps;  // 0: no AMBR clock
+	__u64 clock;     // earliest departure of the session's next packet
+	__u64 credit_ns; // the clock's idle credit: config.burst at the AMBR
 };
 
 // config[0], written by user space.
@@ -131,7 +135,7 @@ struct edt_config {
 	__u32 default_class; // priority for packets no flow claims (0: leave)
 	__u32 overhead;      // the loader's `overhead`, for a process that opens the pins
 	__u32 l2_len;        // the loader's `l2_len`, likewise
-	__u32 burst;         // idle credit of every MBR and AMBR clock, bytes (0: none)
+	__u32 burst;         // idle credit of every clock, bytes (0: none); user space writes each flow's and session's credit from it
 	__u32 flow_ahead;    // most packets of a flow scheduled ahead in the non-GBR leaf (0: no bound)
 	__u32 code[2];       // the loader's fingerprint of this program's instructions (user space only)
 };
@@ -363,8 +367,9 @@ static __always_inline __u64 charge(__u64 clock, __u64 at, __u64 burst, __u64 d)
 	return (clock > floor ? clock : floor) + d;
 }
 
-// Per packet: its time at each clock's rate (d_*) and each clock's credit
-// (b_*: the burst's time at that rate), computed outside the lock.
+// Per packet: its time at each clock's rate (d_*, computed outside the
+// lock) and each clock's credit (b_*: the burst's time at that rate, a
+// constant of the flow or session that user space writes with its rate).
 struct cost {
 	__u64 d_mbr, d_gbr, d_ambr;
 	__u64 b_mbr, b_gbr, b_ambr;
@@ -488,15 +493,14 @@ int edt_egress(struct __sk_buff *skb)
 	__u64 len = skb->len > overhead ? skb->len - overhead : 1;
 	__u64 now = bpf_ktime_get_ns();
 	struct edt_config *cfg = bpf_map_lookup_elem(&config, &zero);
-	__u64 burst = cfg ? READ_ONCE(cfg->burst) : 0;
 	__u64 ahead = cfg ? READ_ONCE(cfg->flow_ahead) : 0;
 	__u64 mbr = READ_ONCE(f->mbr_bps);
 	__u64 gbr = READ_ONCE(f->gbr_bps);
 	struct cost c = {
 		.d_mbr = tx_ns(len, mbr),
 		.d_gbr = tx_ns(len, gbr),
-		.b_mbr = tx_ns(burst, mbr),
-		.b_gbr = tx_ns(burst, gbr),
+		.b_mbr = READ_ONCE(f->mbr_credit_ns),
+		.b_gbr = READ_ONCE(f->gbr_credit_ns),
 		.mbr = mbr,
 		.ahead = ahead,
 	};
@@ -515,7 +519,7 @@ int edt_egress(struct __sk_buff *skb)
 		__u64 ambr = READ_ONCE(s->ambr_bps);
 		c.d_ambr = tx_ns(len, ambr);
 		c.ambr = ambr;
-		c.b_ambr = tx_ns(burst, ambr);
+		c.b_ambr = READ_ONCE(s->credit_ns);
 		bpf_spin_lock(&s->lock);
 		verdict = advance(f, s, now, len, &c, &t);
 		bpf_spin_unlock(&s->lock);
