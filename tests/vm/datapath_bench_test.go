@@ -28,10 +28,21 @@ var (
 //
 //	GTPQOS_VM=1 go test -run '^$' -bench VMDatapathBackends -benchtime 1x ./tests/vm/
 //	GTPQOS_VM=1 GTPQOS_BENCH_MAX=1000000 go test -run '^$' -bench VMDatapathBackends -benchtime 1x -timeout 60m ./tests/vm/
+//
+// GTPQOS_BENCH_CASES, a regular expression, runs only the cases whose
+// names it matches (the guest's -test.bench DatapathBackends/CASES), e.g.
+// 'vs-htb-3$' for the head-to-head cases alone.
 func BenchmarkVMDatapathBackends(b *testing.B) {
+	bench, cases := "DatapathBackends", os.Getenv("GTPQOS_BENCH_CASES")
+	if cases != "" {
+		if _, err := regexp.Compile(cases); err != nil {
+			b.Fatalf("GTPQOS_BENCH_CASES=%q: %v", cases, err)
+		}
+		bench += "/" + cases
+	}
 	for range b.N {
 		pps, ratio, of := map[string]float64{}, map[string]float64{}, map[string]string{}
-		for _, l := range runGuestBench(b, "./shaper/backends/", "DatapathBackends") {
+		for _, l := range runGuestBench(b, "./shaper/backends/", bench) {
 			m := benchLineRE.FindStringSubmatch(l)
 			r := benchRatioRE.FindStringSubmatch(l)
 			if m == nil || r == nil {
@@ -42,8 +53,11 @@ func BenchmarkVMDatapathBackends(b *testing.B) {
 			of[m[1]] = r[2]
 			b.Log(l)
 		}
-		if pps["none"] == 0 || pps["htb-3"] == 0 || pps["edt-3"] == 0 {
+		switch {
+		case cases == "" && (pps["none"] == 0 || pps["htb-3"] == 0 || pps["edt-3"] == 0):
 			b.Fatalf("the guest reported no pps for none, htb-3 or edt-3: %v", pps)
+		case len(pps) == 0:
+			b.Fatalf("the guest reported no case matching GTPQOS_BENCH_CASES=%q", cases)
 		}
 		for name := range pps {
 			b.ReportMetric(pps[name], name+"-pps")
