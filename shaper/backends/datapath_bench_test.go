@@ -287,6 +287,9 @@ func BenchmarkDatapathBackends(b *testing.B) {
 			b.Run(fmt.Sprintf("lookup-floor-%d-vs-htb-3", n), func(b *testing.B) {
 				benchLookupFloor(b, flows, marks)
 			})
+			b.Run(fmt.Sprintf("array-floor-%d-vs-htb-3", n), func(b *testing.B) {
+				benchArrayFloor(b, flows, marks)
+			})
 		}
 		if n == 3 {
 			b.Run("edt-floor-3", func(b *testing.B) {

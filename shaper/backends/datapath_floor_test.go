@@ -1,6 +1,8 @@
 package backends
 
 import (
+	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -20,7 +22,11 @@ import (
 // packet's flow among N in the pacer's flows map and counting the packet
 // there, the least any design that keeps state per flow does, head to head
 // with htb at 3 classes: at a million flows it bounds what such a design
-// can reach. Head to head: edt against htb at 3 classes.
+// can reach. The array floor: the same with the flow's entry found by
+// indexing an array with the mark, as a design whose flow state sits in
+// an array indexed by mark would (no hash, no bucket); its array of
+// struct flow's size per entry. Head to head: edt against htb at 3
+// classes.
 
 // Offsets the programs below use: offsetof(struct __sk_buff, mark) and
 // (priority), and offsetof(struct flow, pkts) in shaper/edt/bpf/edt.c (the
@@ -30,6 +36,7 @@ const (
 	skbMarkOff     = 8
 	skbPriorityOff = 32
 	flowPktsOff    = 96
+	flowSize       = 144 // sizeof(struct flow)
 )
 
 // pinFlowsName is the edt pacer's flows map in the device's pin directory.
@@ -55,8 +62,9 @@ func floorProgram(b *testing.B) *ebpf.Program {
 	return newFloor(b, append(asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}, floorTail()...))
 }
 
-// lookupFloorProgram looks the packet's mark up in flows, adds 1 to that
-// flow's packet count, then runs floorTail.
+// lookupFloorProgram looks the packet's mark up in flows (the pacer's hash
+// map, or an array indexed by mark), adds 1 to that flow's packet count,
+// then runs floorTail.
 func lookupFloorProgram(b *testing.B, flows *ebpf.Map) *ebpf.Program {
 	head := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
@@ -109,6 +117,33 @@ func benchLookupFloor(b *testing.B, flows []shaper.Flow, marks []uint32) {
 	l.replaceProgram(b, lookupFloorProgram(b, m))
 	l.shapeRef(b, "htb", ppsFlows(3))
 	b.Run("pps", l.bench)
+}
+
+// benchArrayFloor is the array floor at len(flows) flows head to head
+// with htb at 3 classes. Its counts are its own array's, checked after.
+func benchArrayFloor(b *testing.B, flows []shaper.Flow, marks []uint32) {
+	l := edtLab(b, flows, marks, htb3Marks())
+	arr, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: flowSize, MaxEntries: uint32(slices.Max(marks)) + 1})
+	if err != nil {
+		b.Fatalf("array of %d flows: %v", len(marks), err)
+	}
+	defer arr.Close()
+	l.replaceProgram(b, lookupFloorProgram(b, arr))
+	l.shapeRef(b, "htb", ppsFlows(3))
+	l.be = nil
+	tx0 := l.txPackets(b)
+	b.Run("pps", l.bench)
+	var sum uint64
+	v := make([]byte, flowSize)
+	for _, m := range marks {
+		if err := arr.Lookup(m, v); err != nil {
+			b.Fatal(err)
+		}
+		sum += binary.NativeEndian.Uint64(v[flowPktsOff:])
+	}
+	if out := l.txPackets(b) - tx0; sum != out {
+		b.Fatalf("the array counted %d packets, %s sent %d", sum, l.dev, out)
+	}
 }
 
 // edtLab is a lab whose device the edt backend shapes for flows.
