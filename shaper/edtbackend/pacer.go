@@ -59,7 +59,7 @@ func (b *Backend) adopt() (*edt.Pacer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if had, live, err := pinsRun(b.h, b.dev, pins); err != nil || !had || !live {
+	if live, err := pinsRun(b.h, b.dev, pins); err != nil || !live {
 		return nil, err
 	}
 	p, ok, err := edt.OpenPinned(pins)

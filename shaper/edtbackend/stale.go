@@ -20,28 +20,29 @@ import (
 // are stale: never adopted (their maps hold another device's flows, sized
 // for its policy), and no claim on the device against another backend.
 
-// pinsRun reports whether dev's pin directory holds the edt program (had)
-// and whether dev's egress filter of ours runs that program (live).
-func pinsRun(h *netlink.Handle, dev string, pins classify.Pins) (had, live bool, err error) {
+// pinsRun reports whether dev's egress filter of ours runs the program
+// pinned in its pin directory (false: no such filter, or no such pin).
+// The pin is opened only when there is a filter to compare it with.
+func pinsRun(h *netlink.Handle, dev string, pins classify.Pins) (bool, error) {
+	f, err := ourFilter(h, dev)
+	if err != nil || f == nil {
+		return false, err
+	}
 	path, had, err := pins.Lookup(edt.PinProgram)
 	if err != nil || !had {
-		return had, false, err
+		return false, err
 	}
 	prog, err := ebpf.LoadPinnedProgram(path, nil)
 	if err != nil {
-		return true, false, fmt.Errorf("dev %s: open pinned program %s: %w", dev, path, err)
+		return false, fmt.Errorf("dev %s: open pinned program %s: %w", dev, path, err)
 	}
 	defer prog.Close()
 	info, err := prog.Info()
 	if err != nil {
-		return true, false, fmt.Errorf("dev %s: pinned program %s: info: %w", dev, path, err)
+		return false, fmt.Errorf("dev %s: pinned program %s: info: %w", dev, path, err)
 	}
 	id, _ := info.ID()
-	f, err := ourFilter(h, dev)
-	if err != nil {
-		return true, false, err
-	}
-	return true, f != nil && uint32(f.Id) == uint32(id), nil
+	return uint32(f.Id) == uint32(id), nil
 }
 
 // ourFilter returns the edt program's filter on dev's clsact egress hook

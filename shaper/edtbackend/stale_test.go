@@ -4,9 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
-
 	"github.com/free5gc/gtpqos/shaper/classify"
 	"github.com/free5gc/gtpqos/shaper/classify/gtpu"
 	"github.com/free5gc/gtpqos/shaper/edt"
@@ -45,16 +42,11 @@ func TestAdoptOnlyPinsTheDeviceRuns(t *testing.T) {
 	if stale, err := Stale(b.h, ns.Handle, dev); err != nil || !stale {
 		t.Errorf("Stale without the filter: %v, %v; want true", stale, err)
 	}
-	h, err := netlink.NewHandleAt(ns.Handle, unix.NETLINK_ROUTE)
+	link, err := b.h.LinkByName(dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	link, err := h.LinkByName(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := gtpu.Attach(h, link, gtpu.Egress, p.Program(), FilterName[len(gtpu.NamePrefix):]); err != nil {
+	if _, _, err := gtpu.Attach(b.h, link, gtpu.Egress, p.Program(), FilterName[len(gtpu.NamePrefix):]); err != nil {
 		t.Fatal(err)
 	}
 	got, err := b.adopt()
